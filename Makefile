@@ -1,0 +1,54 @@
+# Thin wrapper over scripts/setup, CMake presets and CTest. Every target installs what is missing.
+#   make demo    the main job on the built-in emulated cluster
+#   make test    setup + configure + build + every CPU test (ctest)
+#   make bench   release build + benchmarks (figures, never assertions)
+#   make fuzz    libFuzzer targets (clang), FUZZ_SECONDS each
+#   make build | format | install PREFIX=... | clean
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+PREFIX ?= /usr/local
+
+.PHONY: setup build test demo bench fuzz format install clean asan
+
+setup:
+	@scripts/setup
+
+build/CMakeCache.txt:
+	cmake --preset debug
+
+build: setup build/CMakeCache.txt
+	cmake --build build -j $(JOBS)
+
+test: build
+	ctest --test-dir build --preset debug -j $(JOBS)
+
+demo: build
+	@scripts/demo build
+
+build-release/CMakeCache.txt:
+	cmake --preset release
+
+bench: setup build-release/CMakeCache.txt
+	cmake --build build-release -j $(JOBS)
+	bench/run.sh build-release
+
+asan: setup
+	cmake --preset asan
+	cmake --build build-asan -j $(JOBS)
+	ctest --test-dir build-asan --preset asan -j $(JOBS)
+
+fuzz: setup
+	cmake --preset fuzz
+	cmake --build build-fuzz -j $(JOBS)
+	scripts/fuzz build-fuzz $(FUZZ_SECONDS)
+
+format:
+	git ls-files -co --exclude-standard -- '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format -i
+
+install: setup build-release/CMakeCache.txt
+	cmake --build build-release -j $(JOBS)
+	cmake --install build-release --prefix $(PREFIX)
+
+clean:
+	rm -rf build build-release build-asan build-fuzz

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every benchmark of a release build and prints the figures: `make bench`.
+# Usage: bench/run.sh BUILD_DIR
+set -euo pipefail
+build=${1:?usage: bench/run.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+status=0
+for b in "$build"/bench/*_bench; do
+  [[ -x $b ]] || continue
+  echo "== $(basename "$b")"
+  "$b" --benchmark_counters_tabular=true || status=1
+done
+for s in "$here"/*.sh; do
+  [[ $(basename "$s") == run.sh ]] && continue
+  echo "== $(basename "$s")"
+  bash "$s" "$build" || status=1
+done
+exit $status

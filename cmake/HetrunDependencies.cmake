@@ -1,0 +1,61 @@
+# Every third-party dependency is found here, once. scripts/setup installs them.
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(cxxopts REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
+
+# CUDA toolkit: $CUDA_HOME, else /usr/local/cuda. Optional.
+set(HETRUN_HAVE_CUDA OFF)
+if(HETRUN_WITH_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER)
+    if(DEFINED ENV{CUDA_HOME} AND EXISTS "$ENV{CUDA_HOME}/bin/nvcc")
+      set(CMAKE_CUDA_COMPILER "$ENV{CUDA_HOME}/bin/nvcc")
+    elseif(EXISTS "/usr/local/cuda/bin/nvcc")
+      set(CMAKE_CUDA_COMPILER "/usr/local/cuda/bin/nvcc")
+    endif()
+  endif()
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;90-real;90-virtual")
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(HETRUN_HAVE_CUDA ON)
+  else()
+    message(STATUS "hetrun: no CUDA toolkit found ($CUDA_HOME or /usr/local/cuda): kernels/ and CUDA tests are skipped")
+  endif()
+endif()
+
+# libtorch, from the Python environment that scripts/setup creates.
+set(HETRUN_HAVE_TORCH OFF)
+if(HETRUN_WITH_TORCH)
+  if(EXISTS "${HETRUN_PYTHON}")
+    execute_process(
+      COMMAND "${HETRUN_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+      OUTPUT_VARIABLE HETRUN_TORCH_PREFIX OUTPUT_STRIP_TRAILING_WHITESPACE
+      RESULT_VARIABLE _torch_rc ERROR_QUIET)
+    if(_torch_rc EQUAL 0)
+      list(APPEND CMAKE_PREFIX_PATH "${HETRUN_TORCH_PREFIX}")
+      # Torch's config would probe the local GPUs to pick nvcc flags (and fails without one);
+      # we never compile CUDA against torch, so name the architectures and skip the probe.
+      if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+        set(TORCH_CUDA_ARCH_LIST "8.0;9.0")
+      endif()
+      # Torch's config also rewrites the global CUDA flags and architectures: keep ours.
+      set(_saved_cuda_arch "${CMAKE_CUDA_ARCHITECTURES}")
+      set(_saved_cuda_flags "${CMAKE_CUDA_FLAGS}")
+      find_package(Torch REQUIRED)
+      set(CMAKE_CUDA_ARCHITECTURES "${_saved_cuda_arch}")
+      set(CMAKE_CUDA_FLAGS "${_saved_cuda_flags}")
+      set(HETRUN_HAVE_TORCH ON)
+      message(STATUS "hetrun: libtorch ${Torch_VERSION} from ${HETRUN_TORCH_PREFIX}")
+    endif()
+  endif()
+  if(NOT HETRUN_HAVE_TORCH)
+    message(STATUS "hetrun: no torch in ${HETRUN_PYTHON} (run scripts/setup): runtime/torch is skipped")
+  endif()
+endif()

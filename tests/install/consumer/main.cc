@@ -1,0 +1,18 @@
+// Uses the installed public headers and libraries; prints what it found and exits 0 when sane.
+#include <hetrun/env.h>
+#include <hetrun/status.h>
+#include <hetrun/torch_info.h>
+#include <hetrun/units.h>
+#include <hetrun/version.h>
+
+#include <cstdio>
+
+int main() {
+  hetrun::Result<uint64_t> bytes = hetrun::ParseBytes("512MiB");
+  if (!bytes.ok() || *bytes != (512ull << 20)) return 1;
+  if (hetrun::EnvVarTable().empty()) return 2;
+  hetrun::TorchInfo torch = hetrun::GetTorchInfo();
+  std::printf("consumer linked hetrun %s with libtorch %s\n", HETRUN_VERSION_STRING,
+              torch.version.c_str());
+  return torch.version.empty() ? 3 : 0;
+}
