@@ -55,6 +55,8 @@ Result<ProbeResult> RunProbe(int device) {
   return result;
 }
 
-std::string CompiledArchitectures() { return HETRUN_CUDA_ARCHITECTURES; }
+std::string CompiledArchitectures() {
+  return HETRUN_CUDA_ARCHITECTURES;
+}
 
 }  // namespace hetrun::kernels

@@ -10,6 +10,8 @@ constexpr Subcommand kSubcommands[] = {
 
 }  // namespace
 
-std::span<const Subcommand> Subcommands() { return kSubcommands; }
+std::span<const Subcommand> Subcommands() {
+  return kSubcommands;
+}
 
 }  // namespace hetrun::launcher

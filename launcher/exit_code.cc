@@ -6,16 +6,23 @@ namespace hetrun::launcher {
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
-    case StatusCode::kOk: return kExitOk;
-    case StatusCode::kUsage: return kExitUsage;
+    case StatusCode::kOk:
+      return kExitOk;
+    case StatusCode::kUsage:
+      return kExitUsage;
     case StatusCode::kInvalidArgument:
     case StatusCode::kNotFound:
-    case StatusCode::kFailedPrecondition: return kExitConfig;
+    case StatusCode::kFailedPrecondition:
+      return kExitConfig;
     case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded: return kExitTransient;
-    case StatusCode::kArchMismatch: return kExitArchMismatch;
-    case StatusCode::kResourceExhausted: return kExitMemory;
-    case StatusCode::kInternal: return kExitInternal;
+    case StatusCode::kDeadlineExceeded:
+      return kExitTransient;
+    case StatusCode::kArchMismatch:
+      return kExitArchMismatch;
+    case StatusCode::kResourceExhausted:
+      return kExitMemory;
+    case StatusCode::kInternal:
+      return kExitInternal;
   }
   return kExitInternal;
 }

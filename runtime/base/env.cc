@@ -47,15 +47,21 @@ Result<std::optional<T>> GetTyped(const Environment& env, std::string_view name,
 
 std::string_view EnvCategoryName(EnvCategory category) {
   switch (category) {
-    case EnvCategory::kHetrun: return "hetrun";
-    case EnvCategory::kLauncher: return "launcher";
-    case EnvCategory::kWorker: return "worker";
-    case EnvCategory::kSystem: return "system";
+    case EnvCategory::kHetrun:
+      return "hetrun";
+    case EnvCategory::kLauncher:
+      return "launcher";
+    case EnvCategory::kWorker:
+      return "worker";
+    case EnvCategory::kSystem:
+      return "system";
   }
   return "unknown";
 }
 
-std::span<const EnvVarSpec> EnvVarTable() { return kTable; }
+std::span<const EnvVarSpec> EnvVarTable() {
+  return kTable;
+}
 
 const EnvVarSpec* FindEnvVarSpec(std::string_view name) {
   for (const EnvVarSpec& spec : kTable) {
@@ -71,8 +77,8 @@ std::string EnvVarTableMarkdown() {
   for (const EnvVarSpec& spec : kTable) {
     out << "| `" << spec.name << "` | " << spec.type << " | "
         << (spec.default_value.empty() ? std::string_view("") : spec.default_value) << " | "
-        << (spec.category == EnvCategory::kWorker ? "written" : "read") << " (" << EnvCategoryName(spec.category)
-        << ") | " << spec.description << " |\n";
+        << (spec.category == EnvCategory::kWorker ? "written" : "read") << " ("
+        << EnvCategoryName(spec.category) << ") | " << spec.description << " |\n";
   }
   return out.str();
 }
@@ -86,10 +92,18 @@ std::string EnvVarTableText() {
       current = spec.category;
       first = false;
       switch (current) {
-        case EnvCategory::kHetrun: out << "\nhetrun settings (flags override these):\n"; break;
-        case EnvCategory::kLauncher: out << "\nRead from Volcano, Kubeflow, MPI and Slurm:\n"; break;
-        case EnvCategory::kSystem: out << "\nOther variables read or passed on:\n"; break;
-        case EnvCategory::kWorker: out << "\nWritten for each worker:\n"; break;
+        case EnvCategory::kHetrun:
+          out << "\nhetrun settings (flags override these):\n";
+          break;
+        case EnvCategory::kLauncher:
+          out << "\nRead from Volcano, Kubeflow, MPI and Slurm:\n";
+          break;
+        case EnvCategory::kSystem:
+          out << "\nOther variables read or passed on:\n";
+          break;
+        case EnvCategory::kWorker:
+          out << "\nWritten for each worker:\n";
+          break;
       }
     }
     std::string name(spec.name);

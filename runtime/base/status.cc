@@ -7,16 +7,26 @@ namespace hetrun {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kUsage: return "usage error";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
-    case StatusCode::kArchMismatch: return "arch mismatch";
-    case StatusCode::kResourceExhausted: return "resource exhausted";
-    case StatusCode::kFailedPrecondition: return "failed precondition";
-    case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kUsage:
+      return "usage error";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kDeadlineExceeded:
+      return "deadline exceeded";
+    case StatusCode::kArchMismatch:
+      return "arch mismatch";
+    case StatusCode::kResourceExhausted:
+      return "resource exhausted";
+    case StatusCode::kFailedPrecondition:
+      return "failed precondition";
+    case StatusCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }
@@ -37,7 +47,9 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::move(message));
 }
 
-Status UsageError(std::string message) { return Status(StatusCode::kUsage, std::move(message)); }
+Status UsageError(std::string message) {
+  return Status(StatusCode::kUsage, std::move(message));
+}
 Status InvalidArgumentError(std::string message) {
   return Status(StatusCode::kInvalidArgument, std::move(message));
 }

@@ -33,9 +33,9 @@ void SplitNumberAndUnit(std::string_view text, std::string_view* number, std::st
   while (i < text.size()) {
     char c = text[i];
     bool numeric = (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+';
-    bool exponent = (c == 'e' || c == 'E') && i > 0 && i + 1 < text.size() &&
-                    ((text[i + 1] >= '0' && text[i + 1] <= '9') || text[i + 1] == '-' ||
-                     text[i + 1] == '+');
+    bool exponent =
+        (c == 'e' || c == 'E') && i > 0 && i + 1 < text.size() &&
+        ((text[i + 1] >= '0' && text[i + 1] <= '9') || text[i + 1] == '-' || text[i + 1] == '+');
     if (!numeric && !exponent) break;
     ++i;
   }
@@ -118,9 +118,16 @@ Result<uint64_t> ParseBytes(std::string_view text) {
     double scale;
   };
   static constexpr UnitScale kUnits[] = {
-      {"", 1},           {"B", 1},          {"KiB", 1024.0},         {"MiB", 1048576.0},
-      {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"KB", 1e3}, {"MB", 1e6},
-      {"GB", 1e9},       {"TB", 1e12},
+      {"", 1},
+      {"B", 1},
+      {"KiB", 1024.0},
+      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
   };
   for (const UnitScale& u : kUnits) {
     if (unit == u.name) {
@@ -129,11 +136,13 @@ Result<uint64_t> ParseBytes(std::string_view text) {
       return static_cast<uint64_t>(std::llround(bytes));
     }
   }
-  return InvalidArgumentError(Quote(text) +
-                              " has an unknown size unit (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+  return InvalidArgumentError(
+      Quote(text) + " has an unknown size unit (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
 }
 
-std::string FormatMiB(uint64_t bytes) { return std::to_string(bytes / 1048576) + " MiB"; }
+std::string FormatMiB(uint64_t bytes) {
+  return std::to_string(bytes / 1048576) + " MiB";
+}
 
 std::string FormatDuration(std::chrono::milliseconds duration) {
   int64_t ms = duration.count();

@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)hetrun::ParseDuration(text);
   (void)hetrun::ParseBytes(text);
   (void)hetrun::ParseBool(text);
-  hetrun::Environment env({{"RANK", std::string(text)}, {"HETRUN_TERMINATION_LOG", std::string(text)}});
+  hetrun::Environment env(
+      {{"RANK", std::string(text)}, {"HETRUN_TERMINATION_LOG", std::string(text)}});
   (void)env.GetInt("RANK");
   (void)env.GetDuration("RANK");
   (void)env.GetBytes("HETRUN_TERMINATION_LOG");

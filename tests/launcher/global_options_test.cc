@@ -6,8 +6,9 @@ namespace hetrun::launcher {
 namespace {
 
 TEST(GlobalOptionsTest, RemovesLogOptionsAnywhereBeforeDoubleDash) {
-  std::vector<std::string> args = {"env", "--log-format", "json", "--json", "--log-level=debug",
-                                   "--", "cmd", "--log-format", "text"};
+  std::vector<std::string> args = {"env",    "--log-format",      "json",
+                                   "--json", "--log-level=debug", "--",
+                                   "cmd",    "--log-format",      "text"};
   Result<GlobalOptions> global = ExtractGlobalOptions(&args);
   ASSERT_TRUE(global.ok()) << global.status().ToString();
   EXPECT_EQ(global->log_format, LogFormat::kJson);

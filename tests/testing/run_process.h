@@ -10,10 +10,10 @@
 namespace hetrun::testing {
 
 struct ProcessResult {
-  int exit_code = -1;       ///< exit code, or 128 + signal; -1 when it could not be started
-  bool timed_out = false;   ///< killed by RunProcess after the time limit
-  std::string out;          ///< stdout
-  std::string err;          ///< stderr
+  int exit_code = -1;      ///< exit code, or 128 + signal; -1 when it could not be started
+  bool timed_out = false;  ///< killed by RunProcess after the time limit
+  std::string out;         ///< stdout
+  std::string err;         ///< stderr
   std::chrono::milliseconds elapsed{0};
 };
 

@@ -11,10 +11,10 @@ namespace hetrun::kernels {
 /// What the probe kernel reports from one device.
 struct ProbeResult {
   int device = 0;
-  int major = 0;           ///< compute capability reported by the runtime
+  int major = 0;  ///< compute capability reported by the runtime
   int minor = 0;
-  int kernel_arch = 0;     ///< __CUDA_ARCH__ the launched image was compiled for (e.g. 800, 900)
-  uint64_t free_bytes = 0; ///< cudaMemGetInfo after context creation
+  int kernel_arch = 0;      ///< __CUDA_ARCH__ the launched image was compiled for (e.g. 800, 900)
+  uint64_t free_bytes = 0;  ///< cudaMemGetInfo after context creation
   uint64_t total_bytes = 0;
   std::string name;
 };

@@ -13,12 +13,13 @@
 namespace hetrun {
 
 struct GpuInfo {
-  std::string name;           ///< "A100-SXM4-80GB"
-  int major = 0;              ///< compute capability
+  std::string name;  ///< "A100-SXM4-80GB"
+  int major = 0;     ///< compute capability
   int minor = 0;
-  uint64_t usable_bytes = 0;  ///< what one process can allocate (free memory after context creation)
-  uint64_t total_bytes = 0;   ///< as reported by the driver; 0 when unknown (fakes)
-  std::string family;         ///< ampere, hopper, blackwell, ... (FamilyForCapability)
+  uint64_t usable_bytes =
+      0;                     ///< what one process can allocate (free memory after context creation)
+  uint64_t total_bytes = 0;  ///< as reported by the driver; 0 when unknown (fakes)
+  std::string family;        ///< ampere, hopper, blackwell, ... (FamilyForCapability)
 
   /// "8.0"
   std::string CapabilityString() const;

@@ -69,7 +69,7 @@ Status ErrnoError(std::string_view call, std::string_view what, int err);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : state_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : state_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(state_).ok() && "Result built from an OK status has no value");
   }
@@ -107,10 +107,10 @@ class [[nodiscard]] Result {
 #define HETRUN_CONCAT_(a, b) HETRUN_CONCAT_INNER_(a, b)
 
 /// Returns the Status of `expr` from the enclosing function when it is not OK.
-#define HETRUN_RETURN_IF_ERROR(expr)                  \
-  do {                                                \
-    ::hetrun::Status hetrun_status_ = (expr);         \
-    if (!hetrun_status_.ok()) return hetrun_status_;  \
+#define HETRUN_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::hetrun::Status hetrun_status_ = (expr);        \
+    if (!hetrun_status_.ok()) return hetrun_status_; \
   } while (0)
 
 /// `HETRUN_ASSIGN_OR_RETURN(auto x, MakeX());` declares x from a Result, or returns its Status.

@@ -15,9 +15,9 @@ namespace hetrun {
 
 /// One Volcano task (svc/env plugins), in rank/stage order.
 struct TaskInfo {
-  std::string name;                 ///< "heavy-stage-workers"
-  int replicas = 0;                 ///< pods of this task
-  std::vector<std::string> hosts;   ///< their host names (may be empty when unknown)
+  std::string name;                ///< "heavy-stage-workers"
+  int replicas = 0;                ///< pods of this task
+  std::vector<std::string> hosts;  ///< their host names (may be empty when unknown)
 };
 
 /// A value and where it came from: "--nnodes flag", "WORLD_SIZE, Volcano pytorch plugin: counts
@@ -36,19 +36,19 @@ struct Override {
 };
 
 struct Topology {
-  std::string source;                    ///< the convention that set the shape ("volcano-pytorch", ...)
-  Sourced<int> nnodes;                   ///< nodes (pods) in the job
-  Sourced<int> node_rank;                ///< this node's index
-  Sourced<int> nproc_per_node;           ///< workers per node (1 under per-process launchers)
+  std::string source;           ///< the convention that set the shape ("volcano-pytorch", ...)
+  Sourced<int> nnodes;          ///< nodes (pods) in the job
+  Sourced<int> node_rank;       ///< this node's index
+  Sourced<int> nproc_per_node;  ///< workers per node (1 under per-process launchers)
   Sourced<std::string> master_addr;
   Sourced<int> master_port;
-  int world_size = 0;                    ///< total workers = nnodes * nproc_per_node
-  std::vector<int> ranks;                ///< global ranks of this node's workers
-  std::vector<int> local_ranks;          ///< their local ranks
-  bool per_process = false;              ///< this process is itself one worker (mpirun, srun)
+  int world_size = 0;                        ///< total workers = nnodes * nproc_per_node
+  std::vector<int> ranks;                    ///< global ranks of this node's workers
+  std::vector<int> local_ranks;              ///< their local ranks
+  bool per_process = false;                  ///< this process is itself one worker (mpirun, srun)
   std::optional<Sourced<std::string>> task;  ///< Volcano task of this pod
   std::optional<Sourced<int>> task_index;    ///< index of this pod within its task
-  std::vector<TaskInfo> tasks;           ///< Volcano tasks in rank/stage order
+  std::vector<TaskInfo> tasks;               ///< Volcano tasks in rank/stage order
   std::vector<Override> overrides;
 };
 
@@ -65,8 +65,8 @@ struct TopologyFlags {
 struct TopologyInputs {
   Environment env;
   TopologyFlags flags;
-  std::string hostname;            ///< this pod's host name (gethostname)
-  int local_gpu_count = 0;         ///< for nproc_per_node=auto (real or fake inventory)
+  std::string hostname;     ///< this pod's host name (gethostname)
+  int local_gpu_count = 0;  ///< for nproc_per_node=auto (real or fake inventory)
   /// Contents of the Volcano host files (<dir>/<task>.host, one host per line), keyed by task
   /// name; read by the caller from HETRUN_VOLCANO_HOST_DIR (default /etc/volcano).
   std::map<std::string, std::string> volcano_host_files;

@@ -7,9 +7,9 @@
 namespace hetrun {
 
 struct TorchInfo {
-  std::string version;         ///< e.g. "2.11.0"
-  bool cuda_available = false; ///< a CUDA device is usable now
-  int device_count = 0;        ///< visible CUDA devices
+  std::string version;          ///< e.g. "2.11.0"
+  bool cuda_available = false;  ///< a CUDA device is usable now
+  int device_count = 0;         ///< visible CUDA devices
 };
 
 /// Build and run-time facts of the linked libtorch (libhetrun_torch).

@@ -14,10 +14,10 @@ namespace hetrun::tuner {
 /// One rank's fitted cost model and limits, exchanged between ranks every window. Plain bytes:
 /// every rank must see bit-identical records so every rank computes the same shares.
 struct RankFit {
-  double a_ms = 0;      ///< fixed time per iteration (ms), >= 0
-  double c_ms = 0;      ///< time per sample (ms), > 0
-  int64_t cap = 0;      ///< most samples this rank may take per iteration
-  int64_t n = 0;        ///< samples it processed in the window just measured
+  double a_ms = 0;  ///< fixed time per iteration (ms), >= 0
+  double c_ms = 0;  ///< time per sample (ms), > 0
+  int64_t cap = 0;  ///< most samples this rank may take per iteration
+  int64_t n = 0;    ///< samples it processed in the window just measured
 };
 static_assert(sizeof(RankFit) == 32, "RankFit is exchanged as raw bytes");
 

@@ -11,7 +11,8 @@ TEST(UnitsTest, ParseIntAcceptsOnlyWholeDecimalNumbers) {
   EXPECT_EQ(*ParseInt("0"), 0);
   EXPECT_EQ(*ParseInt("-12"), -12);
   EXPECT_EQ(*ParseInt("9223372036854775807"), INT64_MAX);
-  for (const char* bad : {"", " 1", "1 ", "1.0", "0x10", "abc", "+", "12a", "9223372036854775808"}) {
+  for (const char* bad :
+       {"", " 1", "1 ", "1.0", "0x10", "abc", "+", "12a", "9223372036854775808"}) {
     EXPECT_FALSE(ParseInt(bad).ok()) << bad;
   }
 }
