@@ -42,7 +42,9 @@ struct Topology {
   Sourced<int> nproc_per_node;  ///< workers per node (1 under per-process launchers)
   Sourced<std::string> master_addr;
   Sourced<int> master_port;
-  int world_size = 0;                        ///< total workers = nnodes * nproc_per_node
+  int world_size = 0;  ///< total workers: nnodes * nproc_per_node, or the launcher's process count
+                       ///< under a per-process launcher (OMPI_COMM_WORLD_SIZE, SLURM_NTASKS, ...)
+  int local_world_size = 0;                  ///< workers on this node (LOCAL_WORLD_SIZE)
   std::vector<int> ranks;                    ///< global ranks of this node's workers
   std::vector<int> local_ranks;              ///< their local ranks
   bool per_process = false;                  ///< this process is itself one worker (mpirun, srun)
@@ -50,6 +52,7 @@ struct Topology {
   std::optional<Sourced<int>> task_index;    ///< index of this pod within its task
   std::vector<TaskInfo> tasks;               ///< Volcano tasks in rank/stage order
   std::vector<Override> overrides;
+  std::vector<std::string> notes;  ///< assumptions worth showing (e.g. how a node rank was derived)
 };
 
 /// Command-line values; unset fields fall back to the environment.
@@ -67,13 +70,19 @@ struct TopologyInputs {
   TopologyFlags flags;
   std::string hostname;     ///< this pod's host name (gethostname)
   int local_gpu_count = 0;  ///< for nproc_per_node=auto (real or fake inventory)
-  /// Contents of the Volcano host files (<dir>/<task>.host, one host per line), keyed by task
-  /// name; read by the caller from HETRUN_VOLCANO_HOST_DIR (default /etc/volcano).
+  /// Contents of the Volcano host files (<dir>/<file>.host, one host per line), keyed by the file
+  /// name without ".host" (the task name with '-' replaced by '_', as the svc plugin writes it);
+  /// read by the caller from HETRUN_VOLCANO_HOST_DIR (default /etc/volcano).
   std::map<std::string, std::string> volcano_host_files;
 };
 
+/// True when resolving needs `local_gpu_count`: workers per node is "auto"/"gpu" or not given at
+/// all (the default is one worker per local GPU), and no per-process launcher is present.
+bool NeedsLocalGpuCount(const Environment& env, const TopologyFlags& flags);
+
 /// Resolves the topology. Invalid or inconsistent input is an InvalidArgument error naming the
-/// variable, its value and its source; nothing is guessed silently.
+/// variable, its value and its source; nothing is guessed silently. A bad flag value is a Usage
+/// error. Every override is listed in Topology::overrides and logged at info level.
 Result<Topology> ResolveTopology(const TopologyInputs& inputs);
 
 }  // namespace hetrun
