@@ -1,0 +1,194 @@
+// The online controller: dead band, minimum gain, step limit; decisions only at window ends.
+#include "hetrun/tuner/controller.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace hetrun::tuner {
+namespace {
+
+bool InUnit(double x) {
+  return std::isfinite(x) && x >= 0 && x <= 1;
+}
+
+// Splits `total` over `weights` (>= 0, sum > 0) proportionally, by largest remainder with ties to
+// the lower index; part r never exceeds ceil(weights[r] * total / sum).
+std::vector<int64_t> Apportion(std::span<const int64_t> weights, int64_t total) {
+  int64_t sum = std::accumulate(weights.begin(), weights.end(), int64_t{0});
+  std::vector<int64_t> parts(weights.size(), 0);
+  if (sum <= 0 || total <= 0) return parts;
+  std::vector<std::pair<double, size_t>> remainders;
+  int64_t given = 0;
+  for (size_t r = 0; r < weights.size(); ++r) {
+    // Exact integer arithmetic where possible: weights and totals are sample counts.
+    __int128 num = static_cast<__int128>(weights[r]) * total;
+    parts[r] = static_cast<int64_t>(num / sum);
+    given += parts[r];
+    remainders.push_back({static_cast<double>(num % sum), r});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (size_t i = 0; given < total && i < remainders.size(); ++i, ++given) {
+    ++parts[remainders[i].second];
+  }
+  return parts;
+}
+
+}  // namespace
+
+Status ValidateControllerOptions(const ControllerOptions& o) {
+  if (o.window < 1) return InvalidArgumentError("tuner: window must be >= 1");
+  if (!InUnit(o.dead_band)) return InvalidArgumentError("tuner: dead_band must be in [0, 1]");
+  if (!InUnit(o.min_gain)) return InvalidArgumentError("tuner: min_gain must be in [0, 1]");
+  if (!InUnit(o.max_step) || o.max_step <= 0) {
+    return InvalidArgumentError("tuner: max_step must be in (0, 1]");
+  }
+  const CostModelOptions& m = o.cost_model;
+  if (!InUnit(m.forgetting) || m.forgetting <= 0) {
+    return InvalidArgumentError("tuner: forgetting must be in (0, 1]");
+  }
+  if (m.max_points < 1) return InvalidArgumentError("tuner: max_points must be >= 1");
+  if (!InUnit(m.min_relative_spread) || !std::isfinite(m.change_sigmas) || m.change_sigmas < 0 ||
+      !std::isfinite(m.change_floor) || m.change_floor < 0) {
+    return InvalidArgumentError("tuner: cost model thresholds must be finite and >= 0");
+  }
+  return Status::Ok();
+}
+
+RankObserver::RankObserver(CostModelOptions options) : model_(options) {}
+
+Status RankObserver::Record(int64_t samples, double compute_ms) {
+  if (samples < 0) {
+    return InvalidArgumentError("tuner: samples must be >= 0, got " + std::to_string(samples));
+  }
+  if (!std::isfinite(compute_ms) || compute_ms <= 0) {
+    return InvalidArgumentError("tuner: compute time must be finite and > 0 ms, got " +
+                                std::to_string(compute_ms));
+  }
+  window_.push_back({samples, compute_ms});
+  return Status::Ok();
+}
+
+RankFit RankObserver::CloseWindow(int64_t cap, int64_t share) {
+  last_changed_ = false;
+  for (const WindowPoint& p : SummarizeWindow(window_)) {
+    if (model_.AddPoint(p)) last_changed_ = true;
+  }
+  window_.clear();
+  RankFit fit;
+  fit.cap = cap;
+  fit.n = share;
+  if (model_.has_fit()) {
+    fit.a_ms = model_.a_ms();
+    fit.c_ms = model_.c_ms();
+  }
+  return fit;
+}
+
+std::vector<int64_t> LimitStep(std::span<const int64_t> from, std::span<const int64_t> to,
+                               int64_t limit) {
+  std::vector<int64_t> gains(from.size(), 0), losses(from.size(), 0);
+  int64_t moved = 0;
+  for (size_t r = 0; r < from.size(); ++r) {
+    int64_t d = to[r] - from[r];
+    if (d > 0) {
+      gains[r] = d;
+      moved += d;
+    } else {
+      losses[r] = -d;
+    }
+  }
+  if (moved <= limit) return std::vector<int64_t>(to.begin(), to.end());
+  std::vector<int64_t> up = Apportion(gains, limit);
+  std::vector<int64_t> down = Apportion(losses, limit);
+  std::vector<int64_t> next(from.begin(), from.end());
+  for (size_t r = 0; r < from.size(); ++r) next[r] += up[r] - down[r];
+  return next;
+}
+
+Result<ShareController> ShareController::Create(ControllerOptions options, int64_t batch,
+                                                std::vector<int64_t> initial) {
+  HETRUN_RETURN_IF_ERROR(ValidateControllerOptions(options));
+  if (batch < 0) return InvalidArgumentError("tuner: batch must be >= 0");
+  if (initial.empty()) return InvalidArgumentError("tuner: a group needs at least one rank");
+  int64_t sum = 0;
+  for (int64_t s : initial) {
+    if (s < 0) return InvalidArgumentError("tuner: initial shares must be >= 0");
+    sum += s;
+  }
+  if (sum != batch) {
+    return InvalidArgumentError("tuner: initial shares sum to " + std::to_string(sum) +
+                                ", the batch is " + std::to_string(batch));
+  }
+  return ShareController(options, batch, std::move(initial));
+}
+
+Result<Decision> ShareController::Decide(std::span<const RankFit> fits) {
+  if (fits.size() != shares_.size()) {
+    return FailedPreconditionError("tuner: gathered " + std::to_string(fits.size()) +
+                                   " records for a group of " + std::to_string(shares_.size()));
+  }
+  Decision d;
+  d.shares = shares_;
+  for (size_t r = 0; r < fits.size(); ++r) {
+    if (fits[r].n != shares_[r]) {
+      return FailedPreconditionError("tuner: rank " + std::to_string(r) + " reports " +
+                                     std::to_string(fits[r].n) + " samples, the split gives it " +
+                                     std::to_string(shares_[r]) + ": the ranks disagree");
+    }
+    if (fits[r].c_ms == 0) return d;  // a rank without an estimate yet: hold
+  }
+  HETRUN_ASSIGN_OR_RETURN(std::vector<int64_t> best, SolveShares(batch_, fits));
+  d.predicted_current_ms = PredictedIterationMs(fits, shares_);
+  d.predicted_best_ms = PredictedIterationMs(fits, best);
+  d.predicted_next_ms = d.predicted_current_ms;
+  bool over_cap = false;
+  for (size_t r = 0; r < fits.size(); ++r) over_cap = over_cap || shares_[r] > fits[r].cap;
+  // A cap that dropped below the current share must be honoured now, whatever the gain.
+  if (!over_cap) {
+    if (d.predicted_current_ms <= d.predicted_best_ms * (1 + options_.dead_band)) return d;
+    auto limit = static_cast<int64_t>(std::floor(options_.max_step * static_cast<double>(batch_)));
+    std::vector<int64_t> next = LimitStep(shares_, best, std::max<int64_t>(1, limit));
+    double next_ms = PredictedIterationMs(fits, next);
+    if (next_ms > d.predicted_current_ms * (1 - options_.min_gain)) return d;
+    d.shares = std::move(next);
+    d.predicted_next_ms = next_ms;
+  } else {
+    d.shares = best;
+    d.predicted_next_ms = d.predicted_best_ms;
+  }
+  d.changed = d.shares != shares_;
+  shares_ = d.shares;
+  return d;
+}
+
+Result<Controller> Controller::Create(ControllerOptions options, int64_t batch, int rank,
+                                      int64_t cap, std::vector<int64_t> initial) {
+  HETRUN_ASSIGN_OR_RETURN(ShareController group,
+                          ShareController::Create(options, batch, std::move(initial)));
+  if (rank < 0 || static_cast<size_t>(rank) >= group.shares().size()) {
+    return InvalidArgumentError("tuner: rank " + std::to_string(rank) + " is not in a group of " +
+                                std::to_string(group.shares().size()));
+  }
+  if (cap < 0) return InvalidArgumentError("tuner: cap must be >= 0");
+  return Controller(std::move(group), rank, cap);
+}
+
+Status Controller::Record(int64_t samples, double compute_ms) {
+  HETRUN_RETURN_IF_ERROR(observer_.Record(samples, compute_ms));
+  ++recorded_;
+  return Status::Ok();
+}
+
+RankFit Controller::CloseWindow() {
+  recorded_ = 0;
+  return observer_.CloseWindow(cap_, local_share());
+}
+
+Result<Decision> Controller::Apply(std::span<const RankFit> gathered) {
+  return group_.Decide(gathered);
+}
+
+}  // namespace hetrun::tuner

@@ -1,0 +1,159 @@
+// Per-rank cost model: window medians, weighted least squares with forgetting, change detection.
+#include "hetrun/tuner/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hetrun::tuner {
+namespace {
+
+double MedianOfSorted(const std::vector<double>& sorted) {
+  size_t n = sorted.size();
+  if (n == 0) return 0;
+  return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+constexpr double kMinWeight = 0.05;
+
+}  // namespace
+
+std::vector<WindowPoint> SummarizeWindow(std::span<const Observation> observations) {
+  std::vector<Observation> sorted(observations.begin(), observations.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Observation& x, const Observation& y) {
+    return x.samples < y.samples || (x.samples == y.samples && x.compute_ms < y.compute_ms);
+  });
+  std::vector<WindowPoint> points;
+  size_t i = 0;
+  while (i < sorted.size()) {
+    size_t j = i;
+    std::vector<double> ms;
+    while (j < sorted.size() && sorted[j].samples == sorted[i].samples)
+      ms.push_back(sorted[j++].compute_ms);
+    WindowPoint p;
+    p.samples = sorted[i].samples;
+    p.count = static_cast<int64_t>(ms.size());
+    p.median_ms = MedianOfSorted(ms);
+    std::vector<double> dev;
+    dev.reserve(ms.size());
+    for (double m : ms) dev.push_back(std::fabs(m - p.median_ms));
+    std::sort(dev.begin(), dev.end());
+    p.sigma_ms = ms.size() < 2 ? 0
+                               : 1.2533 * 1.4826 * MedianOfSorted(dev) /
+                                     std::sqrt(static_cast<double>(ms.size()));
+    points.push_back(p);
+    i = j;
+  }
+  return points;
+}
+
+CostModel::CostModel(CostModelOptions options) : options_(options) {}
+
+double CostModel::Predict(int64_t samples) const {
+  return has_fit_ ? a_ + c_ * static_cast<double>(samples) : 0;
+}
+
+bool CostModel::AddPoint(const WindowPoint& point) {
+  bool change = false;
+  // A miss is a speed change only where the model is trusted: a least-squares line, or the same
+  // operating point as the last window. A proportional guess extrapolated to a new sample count
+  // is expected to miss (that miss is how the fixed time is learnt).
+  bool trusted = from_least_squares_;
+  if (!points_.empty()) {
+    int64_t last = points_.back().samples;
+    double gap = static_cast<double>(std::max(last, point.samples) - std::min(last, point.samples));
+    trusted = trusted || gap <= options_.min_relative_spread *
+                                    static_cast<double>(std::max(last, point.samples));
+  }
+  if (has_fit_ && trusted) {
+    double predicted = Predict(point.samples);
+    if (predicted > 0) {
+      double deviation = std::fabs(point.median_ms - predicted) / predicted;
+      double threshold =
+          std::max(options_.change_floor, options_.change_sigmas * point.sigma_ms / predicted);
+      change = deviation > threshold;
+    }
+  }
+  if (change) {
+    points_.clear();
+    shape_a_ = a_;
+    shape_c_ = c_;
+    has_shape_ = true;
+  }
+  for (Weighted& w : points_) w.weight *= options_.forgetting;
+  points_.push_back({point.samples, point.median_ms, 1.0});
+  if (static_cast<int>(points_.size()) > options_.max_points) points_.erase(points_.begin());
+  Refit();
+  return change;
+}
+
+void CostModel::FitShape(double mean_n, double mean_t) {
+  if (has_shape_) {
+    double base = shape_a_ + shape_c_ * mean_n;
+    if (base > 0) {
+      double scale = mean_t / base;
+      a_ = shape_a_ * scale;
+      c_ = shape_c_ * scale;
+    } else {  // shape through the origin and only n = 0 seen: the fixed time is what we saw
+      a_ = mean_t;
+      c_ = shape_c_;
+    }
+  } else if (mean_n > 0) {
+    a_ = 0;
+    c_ = mean_t / mean_n;
+  } else {
+    a_ = mean_t;
+    c_ = mean_t;
+  }
+  has_fit_ = true;
+}
+
+void CostModel::Refit() {
+  double sw = 0, sn = 0, st = 0, snn = 0, snt = 0;
+  int64_t min_n = 0, max_n = 0;
+  bool first = true;
+  for (const Weighted& p : points_) {
+    double n = static_cast<double>(p.samples);
+    sw += p.weight;
+    sn += p.weight * n;
+    st += p.weight * p.ms;
+    snn += p.weight * n * n;
+    snt += p.weight * n * p.ms;
+    if (p.weight < kMinWeight) continue;
+    min_n = first ? p.samples : std::min(min_n, p.samples);
+    max_n = first ? p.samples : std::max(max_n, p.samples);
+    first = false;
+  }
+  from_least_squares_ = false;
+  if (sw <= 0) return;
+  double mean_n = sn / sw;
+  double mean_t = st / sw;
+  bool spread = max_n > min_n && static_cast<double>(max_n - min_n) >=
+                                     options_.min_relative_spread * static_cast<double>(max_n);
+  double denom = sw * snn - sn * sn;
+  if (spread && denom > 0) {
+    double c = (sw * snt - sn * st) / denom;
+    double a = (st - c * sn) / sw;
+    if (c > 0 && a >= 0) {
+      a_ = a;
+      c_ = c;
+      has_fit_ = true;
+      shape_a_ = a;
+      shape_c_ = c;
+      has_shape_ = true;
+      from_least_squares_ = true;
+      return;
+    }
+    if (c > 0 && snn > 0) {  // negative intercept: the best line through the origin
+      a_ = 0;
+      c_ = snt / snn;
+      has_fit_ = true;
+      shape_a_ = a_;
+      shape_c_ = c_;
+      has_shape_ = true;
+      return;
+    }
+  }
+  FitShape(mean_n, mean_t);
+}
+
+}  // namespace hetrun::tuner

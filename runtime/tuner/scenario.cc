@@ -1,0 +1,224 @@
+// Scenario parser for `hetrun simulate`: strict (unknown keys are errors), every error names its
+// JSON path. nlohmann::json exceptions are caught here and never leave the library.
+#include "hetrun/tuner/scenario.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace hetrun::tuner {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMaxRanks = 65536;
+constexpr int64_t kMaxIterations = 1'000'000;
+constexpr int64_t kMaxWork = 50'000'000;  // ranks * iterations
+constexpr int64_t kMaxBatch = int64_t{1} << 40;
+
+Status PathError(const std::string& path, const std::string& what) {
+  return InvalidArgumentError("scenario: " + path + ": " + what);
+}
+
+std::string Join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+std::string Shown(const json& value) {
+  std::string text = value.dump();
+  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
+}
+
+Status CheckObject(const json& value, const std::string& path,
+                   std::initializer_list<std::string_view> allowed) {
+  if (!value.is_object()) {
+    return PathError(path.empty() ? "(top level)" : path, "must be an object, got " + Shown(value));
+  }
+  for (const auto& item : value.items()) {
+    if (std::find(allowed.begin(), allowed.end(), item.key()) == allowed.end()) {
+      std::string known;
+      for (std::string_view k : allowed) known += (known.empty() ? "" : ", ") + std::string(k);
+      return PathError(Join(path, item.key()), "unknown key (known: " + known + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+// An integer in [lo, hi]; `fallback` when absent and not required.
+Result<int64_t> GetInt(const json& object, const std::string& path, const std::string& key,
+                       int64_t lo, int64_t hi, std::optional<int64_t> fallback) {
+  std::string where = Join(path, key);
+  if (!object.contains(key)) {
+    if (fallback) return *fallback;
+    return PathError(where, "missing");
+  }
+  const json& v = object.at(key);
+  if (!v.is_number_integer()) {
+    return PathError(where, "must be an integer, got " + Shown(v));
+  }
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) {
+    return PathError(where, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                "], got " + Shown(v));
+  }
+  int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) {
+    return PathError(where, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                "], got " + Shown(v));
+  }
+  return x;
+}
+
+// A finite number with lo < x (or lo <= x when `lo_inclusive`) and x <= hi.
+Result<double> GetNumber(const json& object, const std::string& path, const std::string& key,
+                         double lo, bool lo_inclusive, double hi, std::optional<double> fallback) {
+  std::string where = Join(path, key);
+  if (!object.contains(key)) {
+    if (fallback) return *fallback;
+    return PathError(where, "missing");
+  }
+  const json& v = object.at(key);
+  if (!v.is_number()) return PathError(where, "must be a number, got " + Shown(v));
+  double x = v.get<double>();
+  bool ok = std::isfinite(x) && (lo_inclusive ? x >= lo : x > lo) && x <= hi;
+  if (!ok) {
+    std::ostringstream range;
+    range << "must be a number " << (lo_inclusive ? ">= " : "> ") << lo << " and <= " << hi
+          << ", got " << Shown(v);
+    return PathError(where, range.str());
+  }
+  return x;
+}
+
+Result<ScenarioRank> ParseRank(const json& j, const std::string& path, int64_t batch) {
+  HETRUN_RETURN_IF_ERROR(CheckObject(
+      j, path, {"family", "ms_fixed", "ms_per_sample", "max_samples", "max_micro_batch"}));
+  ScenarioRank rank;
+  if (!j.contains("family")) return PathError(Join(path, "family"), "missing");
+  if (!j.at("family").is_string()) {
+    return PathError(Join(path, "family"), "must be a string, got " + Shown(j.at("family")));
+  }
+  rank.family = j.at("family").get<std::string>();
+  if (!DatasheetTflops(rank.family).ok()) {
+    return PathError(Join(path, "family"), DatasheetTflops(rank.family).status().message());
+  }
+  HETRUN_ASSIGN_OR_RETURN(rank.ms_fixed, GetNumber(j, path, "ms_fixed", 0, false, 1e9, {}));
+  HETRUN_ASSIGN_OR_RETURN(rank.ms_per_sample,
+                          GetNumber(j, path, "ms_per_sample", 0, false, 1e9, {}));
+  HETRUN_ASSIGN_OR_RETURN(rank.max_samples, GetInt(j, path, "max_samples", 0, kMaxBatch, batch));
+  HETRUN_ASSIGN_OR_RETURN(rank.max_micro_batch,
+                          GetInt(j, path, "max_micro_batch", 1, kMaxBatch, int64_t{0}));
+  return rank;
+}
+
+Result<Scenario> ParseTree(const json& root) {
+  HETRUN_RETURN_IF_ERROR(CheckObject(
+      root, "", {"global_batch", "window", "iterations", "noise", "seed", "stages", "events"}));
+  Scenario s;
+  HETRUN_ASSIGN_OR_RETURN(s.global_batch, GetInt(root, "", "global_batch", 1, kMaxBatch, {}));
+  HETRUN_ASSIGN_OR_RETURN(s.window, GetInt(root, "", "window", 1, kMaxIterations, {}));
+  HETRUN_ASSIGN_OR_RETURN(s.iterations, GetInt(root, "", "iterations", 1, kMaxIterations, {}));
+  HETRUN_ASSIGN_OR_RETURN(s.noise, GetNumber(root, "", "noise", 0, true, 1, 0.0));
+  HETRUN_ASSIGN_OR_RETURN(int64_t seed, GetInt(root, "", "seed", 0, INT64_MAX, int64_t{1}));
+  s.seed = static_cast<uint64_t>(seed);
+
+  if (!root.contains("stages")) return PathError("stages", "missing");
+  const json& stages = root.at("stages");
+  if (!stages.is_array() || stages.empty()) {
+    return PathError("stages", "must be a non-empty array, got " + Shown(stages));
+  }
+  int64_t total = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    std::string path = "stages[" + std::to_string(i) + "]";
+    const json& js = stages[i];
+    HETRUN_RETURN_IF_ERROR(CheckObject(js, path, {"name", "ranks"}));
+    ScenarioStage stage;
+    stage.name = "stage" + std::to_string(i);
+    if (js.contains("name")) {
+      if (!js.at("name").is_string()) {
+        return PathError(path + ".name", "must be a string, got " + Shown(js.at("name")));
+      }
+      stage.name = js.at("name").get<std::string>();
+    }
+    if (!js.contains("ranks")) return PathError(path + ".ranks", "missing");
+    const json& ranks = js.at("ranks");
+    if (!ranks.is_array() || ranks.empty()) {
+      return PathError(path + ".ranks", "must be a non-empty array, got " + Shown(ranks));
+    }
+    if (total + static_cast<int64_t>(ranks.size()) > kMaxRanks) {
+      return PathError(path + ".ranks", "more than " + std::to_string(kMaxRanks) + " ranks in all");
+    }
+    int64_t room = 0;
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      HETRUN_ASSIGN_OR_RETURN(
+          ScenarioRank rank,
+          ParseRank(ranks[r], path + ".ranks[" + std::to_string(r) + "]", s.global_batch));
+      room += std::min(rank.max_samples, s.global_batch);
+      stage.ranks.push_back(std::move(rank));
+    }
+    if (room < s.global_batch) {
+      return PathError(path + ".ranks", "the ranks' max_samples add up to " + std::to_string(room) +
+                                            " < global_batch " + std::to_string(s.global_batch));
+    }
+    total += static_cast<int64_t>(stage.ranks.size());
+    s.stages.push_back(std::move(stage));
+  }
+  if (total * s.iterations > kMaxWork) {
+    return PathError("iterations", "ranks * iterations = " + std::to_string(total * s.iterations) +
+                                       " exceeds " + std::to_string(kMaxWork));
+  }
+
+  if (root.contains("events")) {
+    const json& events = root.at("events");
+    if (!events.is_array()) return PathError("events", "must be an array, got " + Shown(events));
+    for (size_t i = 0; i < events.size(); ++i) {
+      std::string path = "events[" + std::to_string(i) + "]";
+      HETRUN_RETURN_IF_ERROR(CheckObject(events[i], path, {"iteration", "rank", "slowdown"}));
+      ScenarioEvent e;
+      HETRUN_ASSIGN_OR_RETURN(e.iteration,
+                              GetInt(events[i], path, "iteration", 0, s.iterations - 1, {}));
+      HETRUN_ASSIGN_OR_RETURN(e.rank, GetInt(events[i], path, "rank", 0, total - 1, {}));
+      HETRUN_ASSIGN_OR_RETURN(e.slowdown,
+                              GetNumber(events[i], path, "slowdown", 0, false, 1e6, {}));
+      s.events.push_back(e);
+    }
+    std::stable_sort(
+        s.events.begin(), s.events.end(),
+        [](const ScenarioEvent& x, const ScenarioEvent& y) { return x.iteration < y.iteration; });
+  }
+  return s;
+}
+
+}  // namespace
+
+int64_t Scenario::total_ranks() const {
+  int64_t total = 0;
+  for (const ScenarioStage& stage : stages) total += static_cast<int64_t>(stage.ranks.size());
+  return total;
+}
+
+Result<Scenario> ParseScenario(std::string_view json_text) {
+  try {
+    json root = json::parse(json_text.begin(), json_text.end());
+    return ParseTree(root);
+  } catch (const json::exception& e) {
+    return InvalidArgumentError(std::string("scenario: not valid JSON: ") + e.what());
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string("scenario: ") + e.what());
+  }
+}
+
+Result<Scenario> LoadScenario(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("scenario file " + path + " cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return NotFoundError("scenario file " + path + " cannot be read");
+  Result<Scenario> s = ParseScenario(text.str());
+  if (!s.ok()) return s.status().WithContext(path);
+  return s;
+}
+
+}  // namespace hetrun::tuner
