@@ -1,0 +1,51 @@
+// One worker output stream (stdout or stderr) on its way to the console and the rank's log file.
+// Output is cut into whole lines so ranks never interleave mid-line; with --tee every line gets
+// a "[rank R] " prefix. The last lines are kept for the termination log.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hetrun::launcher {
+
+class OutputTee {
+ public:
+  /// Lines longer than this are written in pieces of this size, each one prefixed.
+  static constexpr size_t kMaxLineBytes = 64 * 1024;
+  /// Each kept tail line is cut to this many bytes.
+  static constexpr size_t kMaxTailLineBytes = 512;
+
+  /// `console_fd`: where lines go (hetrun's 1 or 2; -1 = nowhere). `prefix`: put before every
+  /// console line ("[rank 3] " or ""). `log_fd`: the rank's log file (-1 = none; written
+  /// unprefixed). `tail_lines`: how many of the last lines to keep (0 = none). The fds are not
+  /// owned.
+  OutputTee(int console_fd, std::string prefix, int log_fd, size_t tail_lines);
+
+  /// Takes bytes as they come from the pipe; writes every completed line.
+  void Consume(std::string_view bytes);
+
+  /// End of stream: writes a last unterminated line, with a newline added.
+  void Finish();
+
+  /// The last kept lines, oldest first, without their newlines.
+  std::vector<std::string> Tail() const;
+
+ private:
+  void EmitLine(std::string_view line);  // `line` includes its '\n'
+
+  int console_fd_;
+  std::string prefix_;
+  int log_fd_;
+  size_t tail_lines_;
+  std::string partial_;
+  std::deque<std::string> tail_;
+};
+
+/// Writes all of `data` to `fd`, retrying on EINTR and short writes. Output errors (a closed
+/// console, a full disk) are dropped: losing a log line must not stop supervision.
+void WriteFully(int fd, std::string_view data);
+
+}  // namespace hetrun::launcher

@@ -1,0 +1,202 @@
+// A worker for supervision tests: runs a list of steps, each one a name and its arguments.
+// A step written "rN:step" runs only on the worker whose RANK is N, "cN:step" only when
+// TORCHELASTIC_RESTART_COUNT is N. Steps:
+//   exit CODE            exit with CODE
+//   kill SIGNAL          kill itself with signal number SIGNAL
+//   sleep MS             sleep MS milliseconds
+//   out TEXT / err TEXT  write TEXT and a newline to stdout / stderr
+//   ignore SIGNAL        ignore signal number SIGNAL from now on
+//   trap FILE MS CODE    append "ready" to FILE, then wait for signals, appending each one's
+//                        number; on the first SIGTERM/SIGINT/SIGHUP/SIGQUIT "checkpoint" for MS
+//                        ms (still recording signals), append "done" and exit CODE
+//   orphan FILE N        fork N children that ignore SIGTERM and sleep; append their pids to FILE
+//   daemon FILE N        leave N orphaned grandchildren that exit after 100 ms; append their pids
+//   pid FILE             append this process's pid to FILE
+//   env NAME...          print NAME=VALUE (or NAME unset) for each name, one a line
+//   beat COUNT MS        beat COUNT times (hetrun::Beat), MS milliseconds apart
+// Without an exit step the helper exits 0 after the last step.
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "hetrun/env.h"
+#include "hetrun/heartbeat.h"
+
+namespace {
+
+void SleepMs(long ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+void AppendLine(const char* path, const std::string& line) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    perror(path);
+    _exit(90);
+  }
+  std::string text = line + "\n";
+  if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) _exit(91);
+  close(fd);
+}
+
+[[noreturn]] void Trap(const char* file, long delay_ms, int code) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, s);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  AppendLine(file, "ready");
+  bool stopping = false;
+  timespec deadline{};
+  while (true) {
+    int signal = 0;
+    if (!stopping) {
+      if (sigwait(&set, &signal) != 0) continue;
+    } else {
+      // "Checkpointing": keep recording signals that arrive until the deadline.
+      timespec now{};
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      long left_ms =
+          (deadline.tv_sec - now.tv_sec) * 1000 + (deadline.tv_nsec - now.tv_nsec) / 1000000;
+      if (left_ms <= 0) break;
+      timespec wait{left_ms / 1000, (left_ms % 1000) * 1000000L};
+      signal = sigtimedwait(&set, nullptr, &wait);
+      if (signal < 0) continue;
+    }
+    AppendLine(file, std::to_string(signal));
+    if (stopping || signal == SIGUSR1 || signal == SIGUSR2) continue;
+    stopping = true;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += delay_ms / 1000;
+    deadline.tv_nsec += (delay_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+      deadline.tv_sec += 1;
+      deadline.tv_nsec -= 1000000000L;
+    }
+  }
+  AppendLine(file, "done");
+  _exit(code);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* rank_text = getenv("RANK");  // NOLINT: a test program, not hetrun
+  int rank = rank_text ? atoi(rank_text) : -1;
+  const char* restart_text = getenv("TORCHELASTIC_RESTART_COUNT");  // NOLINT
+  int restart = restart_text ? atoi(restart_text) : -1;
+  for (int i = 1; i < argc;) {
+    std::string step = argv[i++];
+    bool mine = true;
+    if (step.size() > 2 && (step[0] == 'r' || step[0] == 'c') &&
+        step.find(':') != std::string::npos) {
+      int wanted = atoi(step.c_str() + 1);
+      mine = wanted == (step[0] == 'r' ? rank : restart);
+      step = step.substr(step.find(':') + 1);
+    }
+    auto arg = [&](int k) -> const char* {
+      if (i + k >= argc) {
+        fprintf(stderr, "worker_helper: step %s needs more arguments\n", step.c_str());
+        _exit(92);
+      }
+      return argv[i + k];
+    };
+    if (step == "exit") {
+      int code = atoi(arg(0));
+      i += 1;
+      if (mine) _exit(code);
+    } else if (step == "kill") {
+      int signal = atoi(arg(0));
+      i += 1;
+      if (mine) kill(getpid(), signal);
+      if (mine) SleepMs(10'000);
+    } else if (step == "sleep") {
+      long ms = atol(arg(0));
+      i += 1;
+      if (mine) SleepMs(ms);
+    } else if (step == "out" || step == "err") {
+      const char* text = arg(0);
+      i += 1;
+      if (mine) fprintf(step == "out" ? stdout : stderr, "%s\n", text);
+      fflush(nullptr);
+    } else if (step == "ignore") {
+      int signal = atoi(arg(0));
+      i += 1;
+      if (mine) ::signal(signal, SIG_IGN);
+    } else if (step == "trap") {
+      const char* file = arg(0);
+      long ms = atol(arg(1));
+      int code = atoi(arg(2));
+      i += 3;
+      if (mine) Trap(file, ms, code);
+    } else if (step == "orphan") {
+      const char* file = arg(0);
+      int n = atoi(arg(1));
+      i += 2;
+      for (int k = 0; mine && k < n; ++k) {
+        pid_t pid = fork();
+        if (pid == 0) {
+          signal(SIGTERM, SIG_IGN);
+          SleepMs(600'000);
+          _exit(0);
+        }
+        AppendLine(file, std::to_string(pid));
+      }
+    } else if (step == "daemon") {
+      // Orphans that die on their own: each intermediate child exits at once, so its child is
+      // re-parented to hetrun (the subreaper) and must be reaped there.
+      const char* file = arg(0);
+      int n = atoi(arg(1));
+      i += 2;
+      for (int k = 0; mine && k < n; ++k) {
+        pid_t middle = fork();
+        if (middle == 0) {
+          pid_t grandchild = fork();
+          if (grandchild == 0) {
+            SleepMs(100);
+            _exit(0);
+          }
+          AppendLine(file, std::to_string(grandchild));
+          _exit(0);
+        }
+        while (waitpid(middle, nullptr, 0) < 0) {
+        }
+      }
+    } else if (step == "pid") {
+      const char* file = arg(0);
+      i += 1;
+      if (mine) AppendLine(file, std::to_string(getpid()));
+    } else if (step == "env") {
+      for (; i < argc && argv[i][0] >= 'A' && argv[i][0] <= 'Z'; ++i) {
+        const char* value = getenv(argv[i]);  // NOLINT
+        if (mine) printf("%s%s%s\n", argv[i], value ? "=" : " unset", value ? value : "");
+      }
+      fflush(stdout);
+    } else if (step == "beat") {
+      int count = atoi(arg(0));
+      long ms = atol(arg(1));
+      i += 2;
+      hetrun::Environment env = hetrun::Environment::FromProcess();
+      for (int k = 0; mine && k < count; ++k) {
+        hetrun::Status beat = hetrun::Beat(env);
+        if (!beat.ok()) {
+          fprintf(stderr, "worker_helper: %s\n", beat.ToString().c_str());
+          _exit(93);
+        }
+        SleepMs(ms);
+      }
+    } else {
+      fprintf(stderr, "worker_helper: unknown step '%s'\n", step.c_str());
+      return 94;
+    }
+  }
+  return 0;
+}

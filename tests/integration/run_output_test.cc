@@ -1,0 +1,73 @@
+// Worker environment (§4.2), --tee prefixes and --log-dir files of `hetrun run`.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "run_harness.h"
+
+namespace hetrun {
+namespace {
+
+using testing::HetrunEnv;
+using testing::HetrunProcess;
+using testing::RunArgs;
+using testing::TempDir;
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(RunOutputTest, WorkersGetTheTorchrunEnvironment) {
+  TempDir dir;
+  HetrunProcess run(
+      RunArgs(2,
+              {"--tee", "--master-port", "29555", "--fake-gpus",
+               "A100-SXM4-80GB:8.0:81049,H100-SXM5-80GB:9.0:81090", "--run-id", "job7"},
+              {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+               "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+               "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+               "OMP_NUM_THREADS", "HETRUN_GPU_FAMILY", "HETRUN_HEARTBEAT"}),
+      HetrunEnv(dir.path()), dir.path());
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  std::string out = run.out();
+  for (const char* line :
+       {"[rank 0] RANK=0", "[rank 1] RANK=1", "[rank 1] WORLD_SIZE=2", "[rank 1] LOCAL_RANK=1",
+        "[rank 0] LOCAL_WORLD_SIZE=2", "[rank 0] GROUP_RANK=0", "[rank 0] GROUP_WORLD_SIZE=1",
+        "[rank 0] MASTER_ADDR=127.0.0.1", "[rank 1] MASTER_PORT=29555",
+        "[rank 0] TORCHELASTIC_RESTART_COUNT=0", "[rank 0] TORCHELASTIC_MAX_RESTARTS=0",
+        "[rank 0] TORCHELASTIC_RUN_ID=job7", "[rank 0] TORCHELASTIC_USE_AGENT_STORE=False",
+        "[rank 1] OMP_NUM_THREADS=1", "[rank 0] HETRUN_GPU_FAMILY=ampere",
+        "[rank 1] HETRUN_GPU_FAMILY=hopper", "[rank 0] HETRUN_HEARTBEAT unset"}) {
+    EXPECT_TRUE(Contains(out, line)) << line << "\n" << out;
+  }
+}
+
+TEST(RunOutputTest, TeePrefixesWholeLinesOfEveryRank) {
+  TempDir dir;
+  std::string long_line(10000, 'x');
+  HetrunProcess run(RunArgs(2, {"--tee"}, {"out", long_line, "err", "on stderr"}),
+                    HetrunEnv(dir.path()), dir.path());
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  for (int rank : {0, 1}) {
+    std::string prefix = "[rank " + std::to_string(rank) + "] ";
+    EXPECT_TRUE(Contains(run.out(), prefix + long_line + "\n")) << "rank " << rank;
+    EXPECT_TRUE(Contains(run.err(), prefix + "on stderr\n")) << run.err();
+  }
+}
+
+TEST(RunOutputTest, LogDirKeepsOneFilePerRank) {
+  TempDir dir;
+  std::string logs = dir.path() + "/logs";
+  HetrunProcess run(RunArgs(2, {"--log-dir", logs}, {"out", "to stdout", "err", "to stderr"}),
+                    HetrunEnv(dir.path()), dir.path());
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  for (int rank : {0, 1}) {
+    std::string log = testing::ReadFile(logs + "/rank_" + std::to_string(rank) + ".log");
+    EXPECT_TRUE(Contains(log, "to stdout\n")) << log;
+    EXPECT_TRUE(Contains(log, "to stderr\n")) << log;
+  }
+  EXPECT_TRUE(Contains(run.out(), "to stdout")) << "without --tee output still reaches the console";
+}
+
+}  // namespace
+}  // namespace hetrun
