@@ -1,0 +1,180 @@
+#include "hetrun/cluster_spec.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "plan/json_fields.h"
+
+namespace hetrun::plan {
+
+using internal::JsonPlace;
+
+namespace {
+
+// Label values: at most 63 of [A-Za-z0-9-_.], alphanumeric at both ends (Kubernetes).
+bool IsLabelValue(std::string_view value) {
+  if (value.empty() || value.size() > 63) return false;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(value.front()) || !alnum(value.back())) return false;
+  return std::all_of(value.begin(), value.end(),
+                     [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+// Label keys: an optional DNS-subdomain prefix and '/', then a name like a label value.
+bool IsLabelKey(std::string_view key) {
+  size_t slash = key.rfind('/');
+  std::string_view name = slash == std::string_view::npos ? key : key.substr(slash + 1);
+  if (!IsLabelValue(name)) return false;
+  if (slash == std::string_view::npos) return true;
+  std::string_view prefix = key.substr(0, slash);
+  if (prefix.empty() || prefix.size() > 253) return false;
+  return std::all_of(prefix.begin(), prefix.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+  });
+}
+
+Status ParseFamilySpeeds(const nlohmann::json& root, const JsonPlace& place,
+                         std::map<std::string, double>* speeds) {
+  auto it = root.find("family_speed");
+  if (it == root.end()) return Status::Ok();
+  JsonPlace at = place.Key("family_speed");
+  if (!it->is_object()) return at.Error("must be an object of family: speed");
+  for (const auto& [family, unused] : it->items()) {
+    if (!IsLabelValue(family)) {
+      return at.Key(internal::Shown(family)).Error("not a valid label value for a GPU family");
+    }
+    HETRUN_ASSIGN_OR_RETURN(double speed, internal::RequiredNumber(*it, at, family, 0, true));
+    (*speeds)[family] = speed;
+  }
+  return Status::Ok();
+}
+
+Status ParseJobSettings(const nlohmann::json& root, const JsonPlace& place, ClusterSpec* cluster) {
+  HETRUN_ASSIGN_OR_RETURN(auto job_name, internal::OptionalString(root, place, "job_name"));
+  if (job_name) {
+    if (!IsDnsLabel(*job_name)) {
+      return place.Key("job_name").Error("must be an RFC 1123 label (lower-case, digits, '-')");
+    }
+    cluster->job_name = *job_name;
+  }
+  HETRUN_ASSIGN_OR_RETURN(auto ns, internal::OptionalString(root, place, "namespace"));
+  if (ns) {
+    if (!IsDnsLabel(*ns)) return place.Key("namespace").Error("must be an RFC 1123 label");
+    cluster->namespace_name = *ns;
+  }
+  HETRUN_ASSIGN_OR_RETURN(auto queue, internal::OptionalString(root, place, "queue"));
+  if (queue) cluster->queue = *queue;
+  HETRUN_ASSIGN_OR_RETURN(auto image, internal::OptionalString(root, place, "image"));
+  if (image) cluster->image = *image;
+  HETRUN_ASSIGN_OR_RETURN(cluster->gpus_per_pod,
+                          internal::IntegerOr(root, place, "gpus_per_pod", 8, 0, 1024));
+  if (auto it = root.find("command"); it != root.end()) {
+    JsonPlace at = place.Key("command");
+    if (!it->is_array() || it->empty()) return at.Error("must be a non-empty list of strings");
+    cluster->command.clear();
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string()) return at.Index(i).Error("must be a string");
+      cluster->command.push_back((*it)[i].get<std::string>());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool IsDnsLabel(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!lower_alnum(name.front()) || !lower_alnum(name.back())) return false;
+  return std::all_of(name.begin(), name.end(), [&](char c) { return lower_alnum(c) || c == '-'; });
+}
+
+std::map<std::string, double> DefaultFamilySpeeds() {
+  return {{"ampere", 1.0}, {"hopper", 3.17}};
+}
+
+std::vector<std::string> ClusterSpec::TaskOrder() const {
+  std::vector<std::string> order;
+  for (const StageSlot& slot : stages) {
+    if (std::find(order.begin(), order.end(), slot.task) == order.end()) order.push_back(slot.task);
+  }
+  return order;
+}
+
+Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_view source) {
+  HETRUN_ASSIGN_OR_RETURN(nlohmann::json root, internal::ParseJsonText(json_text, source));
+  JsonPlace place{std::string(source), "$"};
+  HETRUN_RETURN_IF_ERROR(internal::CheckObject(
+      root, place,
+      {"family_speed", "label_key", "memory_ceiling_bytes", "stages", "job_name", "namespace",
+       "queue", "image", "gpus_per_pod", "command"}));
+  ClusterSpec cluster;
+  cluster.family_speed = DefaultFamilySpeeds();
+  HETRUN_RETURN_IF_ERROR(ParseFamilySpeeds(root, place, &cluster.family_speed));
+  HETRUN_ASSIGN_OR_RETURN(auto label_key, internal::OptionalString(root, place, "label_key"));
+  if (label_key) {
+    if (!IsLabelKey(*label_key)) {
+      return place.Key("label_key")
+          .Error("not a valid Kubernetes label key: '" + internal::Shown(*label_key) + "'");
+    }
+    cluster.label_key = *label_key;
+  }
+  HETRUN_ASSIGN_OR_RETURN(cluster.memory_ceiling_bytes,
+                          internal::OptionalBytes(root, place, "memory_ceiling_bytes"));
+  HETRUN_RETURN_IF_ERROR(ParseJobSettings(root, place, &cluster));
+
+  JsonPlace stages_at = place.Key("stages");
+  auto stages = root.find("stages");
+  if (stages == root.end()) return stages_at.Error("missing (a list of stage groups)");
+  if (!stages->is_array() || stages->empty()) {
+    return stages_at.Error("must be a non-empty list of stage groups");
+  }
+  std::map<std::string, std::string> family_of_task;
+  std::map<std::string, int64_t> replicas;
+  for (size_t i = 0; i < stages->size(); ++i) {
+    const nlohmann::json& entry = (*stages)[i];
+    JsonPlace at = stages_at.Index(i);
+    HETRUN_RETURN_IF_ERROR(
+        internal::CheckObject(entry, at, {"task", "family", "count", "memory_bytes"}));
+    HETRUN_ASSIGN_OR_RETURN(std::string task, internal::RequiredString(entry, at, "task"));
+    if (!IsDnsLabel(task)) {
+      return at.Key("task").Error("'" + internal::Shown(task) +
+                                  "' is not an RFC 1123 label (lower-case letters, digits, '-', "
+                                  "at most 63), as Volcano requires of task names");
+    }
+    HETRUN_ASSIGN_OR_RETURN(std::string family, internal::RequiredString(entry, at, "family"));
+    auto speed = cluster.family_speed.find(family);
+    if (speed == cluster.family_speed.end()) {
+      std::string known;
+      for (const auto& [name, unused] : cluster.family_speed) {
+        known += (known.empty() ? "" : ", ") + name;
+      }
+      return at.Key("family").Error("unknown GPU family '" + internal::Shown(family) +
+                                    "' (known: " + known + "; add it to $.family_speed)");
+    }
+    auto [previous, inserted] = family_of_task.emplace(task, family);
+    if (!inserted && previous->second != family) {
+      return at.Key("family").Error("task '" + task + "' is on family '" + previous->second +
+                                    "' in an earlier entry; one task has one node selector");
+    }
+    HETRUN_ASSIGN_OR_RETURN(int64_t count,
+                            internal::IntegerOr(entry, at, "count", 1, 1, kMaxStages));
+    HETRUN_ASSIGN_OR_RETURN(auto memory, internal::OptionalBytes(entry, at, "memory_bytes"));
+    if (!memory) return at.Key("memory_bytes").Error("missing (bytes a stage may hold)");
+    if (static_cast<int64_t>(cluster.stages.size()) + count > kMaxStages) {
+      return at.Key("count").Error("the cluster expands to more than " +
+                                   std::to_string(kMaxStages) + " stages");
+    }
+    for (int64_t k = 0; k < count; ++k) {
+      cluster.stages.push_back({task, replicas[task]++, family, speed->second, *memory});
+    }
+  }
+  return cluster;
+}
+
+Result<ClusterSpec> LoadClusterSpec(const std::string& path) {
+  HETRUN_ASSIGN_OR_RETURN(std::string text, internal::ReadInputFile(path));
+  return ParseClusterSpec(text, path);
+}
+
+}  // namespace hetrun::plan

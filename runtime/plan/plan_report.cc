@@ -1,0 +1,106 @@
+// PlanJson and PlanText: the plan as `hetrun plan --json` and as a table.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "hetrun/pipeline_planner.h"
+
+namespace hetrun::plan {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string LayerRange(const ModelSpec& model, const StageFigures& stage) {
+  const auto& first = model.layers[static_cast<size_t>(stage.first_layer)];
+  const auto& last = model.layers[static_cast<size_t>(stage.first_layer + stage.layers - 1)];
+  return stage.layers == 1 ? first.name : first.name + " .. " + last.name;
+}
+
+Json StagesJson(const SplitFigures& split, const ModelSpec& model) {
+  Json stages = Json::array();
+  for (const StageFigures& stage : split.stages) {
+    const auto& last = model.layers[static_cast<size_t>(stage.first_layer + stage.layers - 1)];
+    stages.push_back(
+        {{"stage", stage.stage},
+         {"task", stage.slot.task},
+         {"task_index", stage.slot.task_index},
+         {"family", stage.slot.family},
+         {"speed", stage.slot.speed},
+         {"first_layer", stage.first_layer},
+         {"layers", stage.layers},
+         {"first_layer_name", model.layers[static_cast<size_t>(stage.first_layer)].name},
+         {"last_layer_name", last.name},
+         {"time", stage.time},
+         {"memory_bytes", stage.memory_bytes},
+         {"memory_limit_bytes", stage.memory_limit_bytes},
+         {"fits_memory", stage.fits_memory}});
+  }
+  return stages;
+}
+
+Json SplitJson(const SplitFigures& split, const ModelSpec& model) {
+  return {{"split", split.CountsString()},          {"stages", StagesJson(split, model)},
+          {"max_stage_time", split.max_stage_time}, {"sum_stage_time", split.sum_stage_time},
+          {"iteration_time", split.iteration_time}, {"bubble_fraction", split.bubble_fraction},
+          {"fits_memory", split.fits_memory}};
+}
+
+std::string Fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+void SummaryLine(std::ostringstream& out, std::string_view label, const SplitFigures& split,
+                 const SplitFigures& best) {
+  out << label << split.CountsString() << "): max stage " << Fixed(split.max_stage_time, 4)
+      << ", iteration " << Fixed(split.iteration_time, 3) << ", bubble "
+      << Fixed(100 * split.bubble_fraction, 1) << "%";
+  if (best.iteration_time > 0 && &split != &best) {
+    out << ", " << Fixed(split.iteration_time / best.iteration_time, 2) << "x the plan's time";
+  }
+  if (!split.fits_memory) out << ", DOES NOT FIT IN MEMORY";
+  out << "\n";
+}
+
+}  // namespace
+
+std::string PlanJson(const PipelinePlan& plan, const ModelSpec& model) {
+  Json out = {{"stages", StagesJson(plan.best, model)},
+              {"max_stage_time", plan.best.max_stage_time},
+              {"even_split_max_stage_time", plan.even.max_stage_time},
+              {"split", plan.best.CountsString()},
+              {"micro_batches", plan.micro_batches},
+              {"micro_batch_size", plan.micro_batch_size},
+              {"layers", model.layers.size()},
+              {"sum_stage_time", plan.best.sum_stage_time},
+              {"iteration_time", plan.best.iteration_time},
+              {"bubble_fraction", plan.best.bubble_fraction},
+              {"even_split", SplitJson(plan.even, model)}};
+  if (plan.compared) out["compare_split"] = SplitJson(*plan.compared, model);
+  return out.dump(2) + "\n";
+}
+
+std::string PlanText(const PipelinePlan& plan, const ModelSpec& model) {
+  std::ostringstream out;
+  out << "Pipeline plan: " << model.layers.size() << " layers over " << plan.best.stages.size()
+      << " stages, " << plan.micro_batches << " micro-batches (1F1B)\n\n";
+  out << "stage  task                      family     speed  layers  range                         "
+         "   time      memory\n";
+  for (const StageFigures& stage : plan.best.stages) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%5lld  %-24s  %-9s  %5.2f  %6lld  %-30s  %8.4f  %7.2f GB\n",
+                  static_cast<long long>(stage.stage), stage.slot.task.c_str(),
+                  stage.slot.family.c_str(), stage.slot.speed, static_cast<long long>(stage.layers),
+                  LayerRange(model, stage).c_str(), stage.time, stage.memory_bytes / 1e9);
+    out << line;
+  }
+  out << "\n";
+  SummaryLine(out, "plan  (", plan.best, plan.best);
+  SummaryLine(out, "even  (", plan.even, plan.best);
+  if (plan.compared) SummaryLine(out, "given (", *plan.compared, plan.best);
+  out << "\nTimes are per micro-batch in the model's cost unit; iteration = sum + (M - 1) x max.\n";
+  return out.str();
+}
+
+}  // namespace hetrun::plan

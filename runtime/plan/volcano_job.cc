@@ -1,0 +1,206 @@
+#include "hetrun/volcano_job.h"
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "plan/yaml_writer.h"
+
+namespace hetrun::plan {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json EnvVar(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+Json Metadata(const ClusterSpec& cluster) {
+  Json metadata = {{"name", cluster.job_name}};
+  if (!cluster.namespace_name.empty()) metadata["namespace"] = cluster.namespace_name;
+  metadata["labels"] = {{"app.kubernetes.io/managed-by", "hetrun"}};
+  return metadata;
+}
+
+Json PoliciesJson() {
+  Json policies = Json::array();
+  for (const JobPolicy& policy : ExitCodePolicies()) {
+    if (policy.exit_code != 0) {
+      policies.push_back({{"exitCode", policy.exit_code}, {"action", policy.action}});
+    } else {
+      policies.push_back({{"event", policy.event}, {"action", policy.action}});
+    }
+  }
+  return policies;
+}
+
+// Job-level fields shared by every job we write: a gang of all pods, Volcano's scheduler, the
+// svc and env plugins (hosts files, VC_TASK_INDEX) hetrun resolves the topology from.
+Json JobSpec(const ClusterSpec& cluster, int64_t pods) {
+  return {{"minAvailable", pods},
+          {"schedulerName", "volcano"},
+          {"queue", cluster.queue},
+          {"maxRetry", 3},
+          {"plugins", {{"env", Json::array()}, {"svc", Json::array()}}},
+          {"policies", PoliciesJson()}};
+}
+
+Json Container(const ClusterSpec& cluster, Json env) {
+  Json args =
+      Json::array({"--nproc-per-node",
+                   cluster.gpus_per_pod > 0 ? std::to_string(cluster.gpus_per_pod) : "1", "--"});
+  for (const std::string& word : cluster.command) args.push_back(word);
+  Json container = {{"name", "trainer"},
+                    {"image", cluster.image},
+                    {"command", Json::array({"hetrun"})},
+                    {"args", args},
+                    {"env", std::move(env)}};
+  if (cluster.gpus_per_pod > 0) {
+    container["resources"] = {{"limits", {{"nvidia.com/gpu", cluster.gpus_per_pod}}}};
+  }
+  return container;
+}
+
+std::string PolicyHeader() {
+  std::string text =
+      "Policies key on hetrun's exit codes (README \"Volcano exit-code policies\"); exit-code\n"
+      "entries come before the PodFailed catch-all, which would otherwise match first.\n";
+  for (const JobPolicy& policy : ExitCodePolicies()) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-14s -> %-12s %s\n",
+                  policy.exit_code != 0 ? ("exit " + std::to_string(policy.exit_code)).c_str()
+                                        : policy.event.c_str(),
+                  policy.action.c_str(), policy.why.c_str());
+    text += line;
+  }
+  return text;
+}
+
+std::string Join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& word : words) out += (out.empty() ? "" : ",") + word;
+  return out;
+}
+
+}  // namespace
+
+std::vector<JobPolicy> ExitCodePolicies() {
+  return {
+      {75, "", "RestartJob", "transient: peer lost, rendezvous timeout, hang"},
+      {143, "", "RestartJob", "SIGTERM (preemption), shut down gracefully"},
+      {64, "", "TerminateJob", "usage error: bad flags"},
+      {70, "", "TerminateJob", "internal error in hetrun"},
+      {78, "", "TerminateJob", "configuration error"},
+      {80, "", "TerminateJob", "kernel images do not cover a GPU's architecture"},
+      {126, "", "TerminateJob", "worker command not executable"},
+      {127, "", "TerminateJob", "worker command not found"},
+      {81, "", "AbortJob", "GPU memory: fix the ceiling or the batch, then resume"},
+      {0, "PodEvicted", "RestartJob", "pod evicted by Kubernetes"},
+      {0, "PodFailed", "AbortJob", "anything else (worker's own exit code): no crash loop"},
+  };
+}
+
+std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster) {
+  const std::vector<std::string> order = cluster.TaskOrder();
+  Json tasks = Json::array();
+  for (const std::string& task : order) {
+    std::vector<std::string> stage_ids;
+    std::vector<std::string> stage_layers;
+    int64_t total_layers = 0;
+    std::string family;
+    for (const StageFigures& stage : plan.best.stages) {
+      if (stage.slot.task != task) continue;
+      family = stage.slot.family;
+      stage_ids.push_back(std::to_string(stage.stage));
+      stage_layers.push_back(std::to_string(stage.first_layer) + ":" +
+                             std::to_string(stage.layers));
+      total_layers += stage.layers;
+    }
+    Json env =
+        Json::array({EnvVar("HETRUN_TASK", task), EnvVar("HETRUN_TASK_ORDER", Join(order)),
+                     EnvVar("HETRUN_STAGE", Join(stage_ids)), EnvVar("HETRUN_STAGE_NAME", task),
+                     EnvVar("HETRUN_STAGE_LAYERS", Join(stage_layers)),
+                     EnvVar("HETRUN_MICRO_BATCH", std::to_string(plan.micro_batch_size)),
+                     EnvVar("HETRUN_GPU_FAMILY", family)});
+    if (cluster.memory_ceiling_bytes) {
+      char bytes[32];
+      std::snprintf(bytes, sizeof bytes, "%.0f", *cluster.memory_ceiling_bytes);
+      env.push_back(EnvVar("HETRUN_MEMORY_CEILING_BYTES", bytes));
+    }
+    env.push_back(EnvVar("PIPELINE_STAGE_LAYERS", std::to_string(total_layers)));
+    Json pod_spec = {{"restartPolicy", "Never"},
+                     {"nodeSelector", {{cluster.label_key, family}}},
+                     {"containers", Json::array({Container(cluster, std::move(env))})}};
+    tasks.push_back({{"name", task},
+                     {"replicas", static_cast<int64_t>(stage_ids.size())},
+                     {"template", {{"spec", std::move(pod_spec)}}}});
+  }
+  Json spec = JobSpec(cluster, static_cast<int64_t>(plan.best.stages.size()));
+  spec["tasks"] = std::move(tasks);
+  Json job = {{"apiVersion", "batch.volcano.sh/v1alpha1"},
+              {"kind", "Job"},
+              {"metadata", Metadata(cluster)},
+              {"spec", std::move(spec)}};
+
+  std::string header = "Heterogeneous pipeline job written by `hetrun plan --emit volcano`.\n";
+  for (const StageFigures& stage : plan.best.stages) {
+    char line[256];
+    std::snprintf(line, sizeof line, "stage %lld: %s[%lld] %s, layers %lld..%lld, time %.4f\n",
+                  static_cast<long long>(stage.stage), stage.slot.task.c_str(),
+                  static_cast<long long>(stage.slot.task_index), stage.slot.family.c_str(),
+                  static_cast<long long>(stage.first_layer),
+                  static_cast<long long>(stage.first_layer + stage.layers - 1), stage.time);
+    header += line;
+  }
+  header +=
+      "A task holding several stages lists them in HETRUN_STAGE and HETRUN_STAGE_LAYERS\n"
+      "(FIRST:COUNT); each pod takes the entry at its VC_TASK_INDEX.\n";
+  header += PolicyHeader();
+  return ToYaml(job, header);
+}
+
+std::string HomogeneousJobYaml(const ClusterSpec& cluster, const std::string& family) {
+  std::string chosen = family;
+  if (chosen.empty()) {
+    // The fastest family among the cluster's stages (the first listed on a tie).
+    double fastest = -1;
+    for (const StageSlot& slot : cluster.stages) {
+      if (slot.speed > fastest) {
+        fastest = slot.speed;
+        chosen = slot.family;
+      }
+    }
+  }
+  const auto pods = static_cast<int64_t>(cluster.stages.size());
+  Json env = Json::array({EnvVar("HETRUN_TASK", "worker"), EnvVar("HETRUN_GPU_FAMILY", chosen)});
+  if (cluster.memory_ceiling_bytes) {
+    char bytes[32];
+    std::snprintf(bytes, sizeof bytes, "%.0f", *cluster.memory_ceiling_bytes);
+    env.push_back(EnvVar("HETRUN_MEMORY_CEILING_BYTES", bytes));
+  }
+  Json affinity = {{"nodeAffinity",
+                    {{"requiredDuringSchedulingIgnoredDuringExecution",
+                      {{"nodeSelectorTerms",
+                        Json::array({{{"matchExpressions",
+                                       Json::array({{{"key", cluster.label_key},
+                                                     {"operator", "In"},
+                                                     {"values", Json::array({chosen})}}})}}})}}}}}};
+  Json pod_spec = {{"restartPolicy", "Never"},
+                   {"affinity", std::move(affinity)},
+                   {"containers", Json::array({Container(cluster, std::move(env))})}};
+  Json spec = JobSpec(cluster, pods);
+  spec["tasks"] = Json::array(
+      {{{"name", "worker"}, {"replicas", pods}, {"template", {{"spec", std::move(pod_spec)}}}}});
+  Json job = {{"apiVersion", "batch.volcano.sh/v1alpha1"},
+              {"kind", "Job"},
+              {"metadata", Metadata(cluster)},
+              {"spec", std::move(spec)}};
+  std::string header =
+      "Strict-homogeneous gang job written by `hetrun plan --emit volcano "
+      "--strict-homogeneous`:\nall " +
+      std::to_string(pods) + " pods on " + cluster.label_key + "=" + chosen +
+      " or none (data/tensor parallel work).\n" + PolicyHeader();
+  return ToYaml(job, header);
+}
+
+}  // namespace hetrun::plan

@@ -1,0 +1,116 @@
+// `hetrun plan` as a user runs it: exit codes, JSON, text, errors naming the input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "run_process.h"
+
+namespace hetrun {
+namespace {
+
+using testing::ProcessResult;
+
+const std::string kModel = HETRUN_SOURCE_DIR "/examples/plan/seed-model.json";
+const std::string kCluster = HETRUN_SOURCE_DIR "/examples/plan/seed-cluster.json";
+
+ProcessResult Hetrun(std::vector<std::string> args) {
+  args.insert(args.begin(), HETRUN_BINARY);
+  testing::ProcessOptions options;
+  options.env = std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}};
+  options.timeout = std::chrono::seconds(30);
+  return testing::RunProcess(args, options);
+}
+
+TEST(PlanCliTest, SeedExampleJsonBeatsTheHandSplit) {
+  ProcessResult r = Hetrun({"plan", "--cluster", kCluster, "--model", kModel, "--json",
+                            "--compare-split", "8,12,12,12,12,8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json plan = nlohmann::json::parse(r.out);
+  EXPECT_EQ(plan["split"], "4,14,14,14,14,4");
+  EXPECT_LT(plan["max_stage_time"].get<double>(),
+            plan["compare_split"]["max_stage_time"].get<double>());
+  EXPECT_LT(plan["max_stage_time"].get<double>(), plan["even_split_max_stage_time"].get<double>());
+  EXPECT_EQ(plan["stages"][0]["task"], "light-stage-workers");
+  EXPECT_EQ(plan["stages"][0]["first_layer"], 0);
+  EXPECT_EQ(plan["compare_split"]["split"], "8,12,12,12,12,8");
+}
+
+TEST(PlanCliTest, TextTableShowsEveryStageAndTheComparison) {
+  ProcessResult r = Hetrun(
+      {"plan", "--cluster", kCluster, "--model", kModel, "--compare-split", "8,12,12,12,12,8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("heavy-stage-workers"), std::string::npos);
+  EXPECT_NE(r.out.find("plan  (4,14,14,14,14,4)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("given (8,12,12,12,12,8)"), std::string::npos) << r.out;
+}
+
+TEST(PlanCliTest, SplitThatDoesNotAddUpExits78NamingTheFlag) {
+  ProcessResult r = Hetrun(
+      {"plan", "--cluster", kCluster, "--model", kModel, "--compare-split", "8,12,12,12,12,9"});
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find("--compare-split adds up to 65 layers"), std::string::npos) << r.err;
+}
+
+TEST(PlanCliTest, BadModelFileExits78WithTheJsonPath) {
+  testing::TempDir dir;
+  std::string model = dir.WriteFile(
+      "model.json", R"({"micro_batches": 4, "layers": [{"name": "a", "cost": -1, "bytes": 1}]})");
+  ProcessResult r = Hetrun({"plan", "--cluster", kCluster, "--model", model});
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find("$.layers[0].cost"), std::string::npos) << r.err;
+}
+
+TEST(PlanCliTest, UnknownFamilyExits78) {
+  testing::TempDir dir;
+  std::string cluster = dir.WriteFile(
+      "cluster.json", R"({"stages": [{"task": "w", "family": "kepler", "memory_bytes": 1e9}]})");
+  ProcessResult r = Hetrun({"plan", "--cluster", cluster, "--model", kModel});
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find("$.stages[0].family: unknown GPU family 'kepler'"), std::string::npos)
+      << r.err;
+}
+
+TEST(PlanCliTest, MoreStagesThanLayersExits78) {
+  testing::TempDir dir;
+  std::string model = dir.WriteFile(
+      "model.json", R"({"micro_batches": 4, "layers": [{"name": "a", "cost": 1, "bytes": 1}]})");
+  ProcessResult r = Hetrun({"plan", "--cluster", kCluster, "--model", model});
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find("6 pipeline stages but the model has only 1 layers"), std::string::npos)
+      << r.err;
+}
+
+TEST(PlanCliTest, StageThatCannotFitExits78NamingIt) {
+  testing::TempDir dir;
+  std::string cluster = dir.WriteFile("cluster.json", R"({"stages": [
+      {"task": "light", "family": "ampere", "memory_bytes": 8e10},
+      {"task": "tiny", "family": "hopper", "memory_bytes": 1e9}]})");
+  ProcessResult r = Hetrun({"plan", "--cluster", cluster, "--model", kModel});
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find("stage 1 (task 'tiny'"), std::string::npos) << r.err;
+}
+
+TEST(PlanCliTest, MissingFilesAndFlags) {
+  EXPECT_EQ(Hetrun({"plan", "--model", kModel}).exit_code, 64);
+  EXPECT_EQ(Hetrun({"plan", "--cluster", kCluster}).exit_code, 64);
+  EXPECT_EQ(Hetrun({"plan", "--cluster", kCluster, "--model", kModel, "--emit", "k8s"}).exit_code,
+            64);
+  ProcessResult absent = Hetrun({"plan", "--cluster", "/nonexistent/c.json", "--model", kModel});
+  EXPECT_EQ(absent.exit_code, 78);
+  EXPECT_NE(absent.err.find("/nonexistent/c.json"), std::string::npos) << absent.err;
+}
+
+TEST(PlanCliTest, EmitWritesTheOutputFile) {
+  testing::TempDir dir;
+  std::string path = dir.path() + "/job.yaml";
+  ProcessResult r =
+      Hetrun({"plan", "--cluster", kCluster, "--model", kModel, "--emit", "volcano", "-o", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  ProcessResult cat = testing::RunProcess({"/bin/cat", path});
+  EXPECT_NE(cat.out.find("kind: Job"), std::string::npos);
+  EXPECT_NE(cat.out.find("exitCode: 80"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetrun

@@ -1,0 +1,102 @@
+#include "hetrun/cluster_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace hetrun::plan {
+namespace {
+
+constexpr const char* kSeedCluster = R"({
+  "family_speed": {"ampere": 1.0, "hopper": 3.17},
+  "label_key": "nvidia.com/gpu.family",
+  "stages": [
+    {"task": "light-stage-workers", "family": "ampere", "count": 1, "memory_bytes": 8.0e10},
+    {"task": "heavy-stage-workers", "family": "hopper", "count": 4, "memory_bytes": 8.0e10},
+    {"task": "light-stage-workers", "family": "ampere", "count": 1, "memory_bytes": 8.0e10}]})";
+
+TEST(ClusterSpecTest, ExpandsStageGroupsWithTaskIndices) {
+  auto cluster = ParseClusterSpec(kSeedCluster, "cluster.json");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_EQ(cluster->stages.size(), 6u);
+  EXPECT_EQ(cluster->stages[0].task, "light-stage-workers");
+  EXPECT_EQ(cluster->stages[0].task_index, 0);
+  EXPECT_EQ(cluster->stages[4].task, "heavy-stage-workers");
+  EXPECT_EQ(cluster->stages[4].task_index, 3);
+  EXPECT_DOUBLE_EQ(cluster->stages[4].speed, 3.17);
+  EXPECT_EQ(cluster->stages[5].task_index, 1);
+  EXPECT_EQ(cluster->TaskOrder(),
+            (std::vector<std::string>{"light-stage-workers", "heavy-stage-workers"}));
+  EXPECT_EQ(cluster->label_key, "nvidia.com/gpu.family");
+}
+
+TEST(ClusterSpecTest, DefaultsComeFromTheDatasheet) {
+  auto cluster = ParseClusterSpec(
+      R"({"stages": [{"task": "w", "family": "hopper", "memory_bytes": "80GiB"}]})", "c");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_DOUBLE_EQ(cluster->stages[0].speed, 3.17);
+  EXPECT_DOUBLE_EQ(cluster->stages[0].memory_bytes, 80.0 * (1ull << 30));
+  EXPECT_EQ(cluster->label_key, "nvidia.com/gpu.family");
+  EXPECT_EQ(cluster->queue, "default");
+}
+
+TEST(ClusterSpecTest, MeasuredSpeedsOverrideDefaults) {
+  auto cluster = ParseClusterSpec(
+      R"({"family_speed": {"hopper": 2.4, "blackwell": 5},
+          "stages": [{"task": "a", "family": "hopper", "memory_bytes": 1},
+                     {"task": "b", "family": "blackwell", "memory_bytes": 1}]})",
+      "c");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_DOUBLE_EQ(cluster->stages[0].speed, 2.4);
+  EXPECT_DOUBLE_EQ(cluster->stages[1].speed, 5.0);
+}
+
+TEST(ClusterSpecTest, ErrorsNameTheJsonPath) {
+  struct Case {
+    std::string text;
+    std::string path;
+  };
+  const Case cases[] = {
+      {R"({})", "$.stages: missing"},
+      {R"({"stages": [{"task": "a", "family": "volta", "memory_bytes": 1}]})",
+       "$.stages[0].family: unknown GPU family 'volta'"},
+      {R"({"stages": [{"task": "a", "family": "ampere"}]})", "$.stages[0].memory_bytes: missing"},
+      {R"({"stages": [{"task": "a", "family": "ampere", "memory_bytes": -1}]})",
+       "$.stages[0].memory_bytes: must be a number > 0"},
+      {R"({"stages": [{"task": "a", "family": "ampere", "memory_bytes": 1, "count": -4}]})",
+       "$.stages[0].count: must be an integer in [1, 256]"},
+      {R"({"stages": [{"task": "Heavy_Stage", "family": "ampere", "memory_bytes": 1}]})",
+       "$.stages[0].task: 'Heavy_Stage' is not an RFC 1123 label"},
+      {R"({"stages": [{"task": "a", "family": "ampere", "memory_bytes": 1},
+                      {"task": "a", "family": "hopper", "memory_bytes": 1}]})",
+       "$.stages[1].family: task 'a' is on family 'ampere'"},
+      {R"({"family_speed": {"hopper": -3}, "stages": [{"task": "a", "family": "ampere", "memory_bytes": 1}]})",
+       "$.family_speed.hopper: must be a number > 0"},
+      {R"({"label_key": "bad key!", "stages": [{"task": "a", "family": "ampere", "memory_bytes": 1}]})",
+       "$.label_key: not a valid Kubernetes label key"},
+      {R"({"stages": [{"task": "a", "family": "ampere", "memory_bytes": "lots"}]})",
+       "$.stages[0].memory_bytes:"},
+      {R"({"stages": [{"task": "a", "family": "ampere", "memory_bytes": 1, "count": 200},
+                      {"task": "b", "family": "ampere", "memory_bytes": 1, "count": 100}]})",
+       "$.stages[1].count: the cluster expands to more than 256 stages"},
+      {R"({"stagse": []})", "$.stagse: unknown key"},
+  };
+  for (const Case& c : cases) {
+    auto parsed = ParseClusterSpec(c.text, "cluster.json");
+    ASSERT_FALSE(parsed.ok()) << c.text;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(parsed.status().message().find("cluster.json: " + c.path), std::string::npos)
+        << parsed.status().message();
+  }
+}
+
+TEST(ClusterSpecTest, DnsLabelRules) {
+  EXPECT_TRUE(IsDnsLabel("heavy-stage-workers"));
+  EXPECT_TRUE(IsDnsLabel("w0"));
+  EXPECT_FALSE(IsDnsLabel(""));
+  EXPECT_FALSE(IsDnsLabel("-a"));
+  EXPECT_FALSE(IsDnsLabel("a-"));
+  EXPECT_FALSE(IsDnsLabel("A"));
+  EXPECT_FALSE(IsDnsLabel(std::string(64, 'a')));
+}
+
+}  // namespace
+}  // namespace hetrun::plan

@@ -1,0 +1,248 @@
+// The Volcano manifests hetrun writes, and the ones in examples/volcano/, parsed back with
+// yaml-cpp and checked against the Volcano Job CRD's schema and the admission webhook's rules.
+#include "hetrun/volcano_job.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "hetrun/cluster_spec.h"
+#include "hetrun/model_spec.h"
+#include "openapi_validator.h"
+#include "run_process.h"
+#include "yaml_json.h"
+
+namespace hetrun::plan {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The CRD lives next to the repository (../shared/schemas); checkouts without it skip that part.
+const fs::path kSchemaDir = fs::path(HETRUN_SOURCE_DIR) / ".." / "shared" / "schemas";
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const json* JobSchema() {
+  static const json* schema = [] {
+    fs::path crd = kSchemaDir / "volcano-batch-job-crd.yaml";
+    if (!fs::exists(crd)) return static_cast<json*>(nullptr);
+    return new json(testing::CrdSchema(testing::YamlToJson(ReadFile(crd)), "v1alpha1"));
+  }();
+  return schema;
+}
+
+std::string Joined(const std::vector<std::string>& errors) {
+  std::string out;
+  for (const std::string& error : errors) out += error + "\n";
+  return out;
+}
+
+void ExpectValidJob(const std::string& yaml, const std::string& what) {
+  json job;
+  ASSERT_NO_THROW(job = testing::YamlToJson(yaml)) << what;
+  EXPECT_EQ(job["apiVersion"], "batch.volcano.sh/v1alpha1") << what;
+  EXPECT_EQ(job["kind"], "Job") << what;
+  EXPECT_EQ(Joined(testing::VolcanoAdmissionErrors(job)), "") << what;
+  if (JobSchema() != nullptr) {
+    EXPECT_EQ(Joined(testing::ValidateOpenApi(*JobSchema(), job)), "") << what;
+  }
+}
+
+struct Seed {
+  ModelSpec model;
+  ClusterSpec cluster;
+  PipelinePlan plan;
+};
+
+Seed LoadSeed() {
+  Seed seed;
+  seed.model = *LoadModelSpec(HETRUN_SOURCE_DIR "/examples/plan/seed-model.json");
+  seed.cluster = *LoadClusterSpec(HETRUN_SOURCE_DIR "/examples/plan/seed-cluster.json");
+  seed.plan = *PlanPipeline(seed.model, seed.cluster);
+  return seed;
+}
+
+TEST(VolcanoJobTest, CrdSchemaIsPresentOrSkippedWithAMessage) {
+  if (JobSchema() == nullptr) {
+    GTEST_SKIP() << "no Volcano CRD at " << kSchemaDir
+                 << ": manifests are checked against the admission rules only";
+  }
+  EXPECT_TRUE(JobSchema()->contains("properties"));
+}
+
+TEST(VolcanoJobTest, PipelineJobIsAValidGangJob) {
+  Seed seed = LoadSeed();
+  std::string yaml = PipelineJobYaml(seed.plan, seed.cluster);
+  ExpectValidJob(yaml, "pipeline job");
+  json job = testing::YamlToJson(yaml);
+  EXPECT_EQ(job["spec"]["minAvailable"], 6);
+  EXPECT_EQ(job["spec"]["schedulerName"], "volcano");
+  EXPECT_EQ(job["spec"]["queue"], "default");
+  ASSERT_EQ(job["spec"]["tasks"].size(), 2u);
+  const json& light = job["spec"]["tasks"][0];
+  EXPECT_EQ(light["name"], "light-stage-workers");
+  EXPECT_EQ(light["replicas"], 2);
+  EXPECT_EQ(light["template"]["spec"]["nodeSelector"]["gpu.infra/family"], "ampere");
+  EXPECT_EQ(light["template"]["spec"]["restartPolicy"], "Never");
+  const json& container = light["template"]["spec"]["containers"][0];
+  EXPECT_EQ(container["command"], json::array({"hetrun"}));
+  std::map<std::string, json> env;
+  for (const json& var : container["env"]) env[var["name"]] = var["value"];
+  EXPECT_EQ(env["HETRUN_STAGE"], "0,5");
+  EXPECT_EQ(env["HETRUN_STAGE_LAYERS"], "0:4,60:4");
+  EXPECT_EQ(env["HETRUN_STAGE_NAME"], "light-stage-workers");
+  EXPECT_EQ(env["HETRUN_GPU_FAMILY"], "ampere");
+  EXPECT_EQ(env["HETRUN_MICRO_BATCH"], "1");
+  EXPECT_EQ(env["PIPELINE_STAGE_LAYERS"], "8");  // a string, unlike the seed's `value: 48`
+  const json& heavy = job["spec"]["tasks"][1];
+  EXPECT_EQ(heavy["replicas"], 4);
+  EXPECT_EQ(heavy["template"]["spec"]["nodeSelector"]["gpu.infra/family"], "hopper");
+}
+
+TEST(VolcanoJobTest, ExitCodePoliciesComeBeforeTheCatchAll) {
+  Seed seed = LoadSeed();
+  json job = testing::YamlToJson(PipelineJobYaml(seed.plan, seed.cluster));
+  const json& policies = job["spec"]["policies"];
+  std::map<int, std::string> actions;
+  size_t last_code = 0, catch_all = 0;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    if (policies[i].contains("exitCode")) {
+      actions[policies[i]["exitCode"].get<int>()] = policies[i]["action"];
+      last_code = i;
+    } else if (policies[i]["event"] == "PodFailed") {
+      catch_all = i;
+    }
+  }
+  EXPECT_LT(last_code, catch_all);
+  EXPECT_EQ(actions[75], "RestartJob");
+  EXPECT_EQ(actions[143], "RestartJob");
+  EXPECT_EQ(actions[64], "TerminateJob");
+  EXPECT_EQ(actions[78], "TerminateJob");
+  EXPECT_EQ(actions[80], "TerminateJob");
+  EXPECT_EQ(actions[81], "AbortJob");
+}
+
+TEST(VolcanoJobTest, StrictHomogeneousJobPinsEveryPodToOneFamily) {
+  Seed seed = LoadSeed();
+  std::string yaml = HomogeneousJobYaml(seed.cluster, "");
+  ExpectValidJob(yaml, "homogeneous job");
+  json job = testing::YamlToJson(yaml);
+  EXPECT_EQ(job["spec"]["minAvailable"], 6);
+  const json& task = job["spec"]["tasks"][0];
+  EXPECT_EQ(task["replicas"], 6);
+  const json& term = task["template"]["spec"]["affinity"]["nodeAffinity"]
+                         ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0];
+  EXPECT_EQ(term["matchExpressions"][0]["key"], "gpu.infra/family");
+  EXPECT_EQ(term["matchExpressions"][0]["operator"], "In");
+  EXPECT_EQ(term["matchExpressions"][0]["values"], json::array({"hopper"}));  // the fastest
+}
+
+TEST(VolcanoJobTest, QuotingSurvivesHostileStrings) {
+  Seed seed = LoadSeed();
+  seed.cluster.image = "registry:5000/a b:#tag";
+  seed.cluster.queue = "true";
+  seed.cluster.command = {"sh", "-c", "echo \"hi\": yes\n# not a comment", "null", "0x10", "*"};
+  json job = testing::YamlToJson(PipelineJobYaml(seed.plan, seed.cluster));
+  const json& container = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(container["image"], "registry:5000/a b:#tag");
+  EXPECT_EQ(job["spec"]["queue"], "true");
+  json expected = json::array({"--nproc-per-node", "8", "--"});
+  for (const std::string& word : seed.cluster.command) expected.push_back(word);
+  EXPECT_EQ(container["args"], expected);
+}
+
+TEST(VolcanoJobTest, OutputIsDeterministic) {
+  Seed seed = LoadSeed();
+  EXPECT_EQ(PipelineJobYaml(seed.plan, seed.cluster), PipelineJobYaml(seed.plan, seed.cluster));
+}
+
+TEST(VolcanoJobTest, ValidatorRejectsTheSeedsUnquotedEnvValue) {
+  if (JobSchema() == nullptr) GTEST_SKIP() << "no Volcano CRD at " << kSchemaDir;
+  // The seed article writes `value: 48`: an integer where Kubernetes wants a string.
+  json job = testing::YamlToJson(R"(apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: balanced-heterogeneous-pipeline
+spec:
+  minAvailable: 1
+  tasks:
+  - replicas: 1
+    name: heavy-stage-workers
+    template:
+      spec:
+        nodeSelector:
+          gpu.infra/family: hopper
+        containers:
+        - name: trainer
+          env:
+          - name: PIPELINE_STAGE_LAYERS
+            value: 48
+          bogusField: 1
+)");
+  std::string errors = Joined(testing::ValidateOpenApi(*JobSchema(), job));
+  EXPECT_NE(errors.find("containers[0].env[0].value: expected string, got integer"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("containers[0].bogusField: unknown field"), std::string::npos) << errors;
+  // And the admission checks catch a catch-all before an exit code.
+  job["spec"]["policies"] = json::array({{{"event", "PodFailed"}, {"action", "AbortJob"}},
+                                         {{"exitCode", 75}, {"action", "RestartJob"}}});
+  std::string admission = Joined(testing::VolcanoAdmissionErrors(job));
+  EXPECT_NE(admission.find("never matches"), std::string::npos) << admission;
+  EXPECT_NE(admission.find("restartPolicy"), std::string::npos) << admission;
+}
+
+TEST(VolcanoJobTest, ExamplesAreValidAsIs) {
+  fs::path dir = fs::path(HETRUN_SOURCE_DIR) / "examples" / "volcano";
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ExpectValidJob(ReadFile(entry.path()), entry.path().string());
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
+}
+
+TEST(VolcanoJobTest, PipelineExampleIsWhatThePlannerWrites) {
+  Seed seed = LoadSeed();
+  EXPECT_EQ(ReadFile(fs::path(HETRUN_SOURCE_DIR) / "examples/volcano/heterogeneous-pipeline.yaml"),
+            PipelineJobYaml(seed.plan, seed.cluster))
+      << "regenerate with: hetrun plan --cluster examples/plan/seed-cluster.json --model "
+         "examples/plan/seed-model.json --emit volcano -o "
+         "examples/volcano/heterogeneous-pipeline.yaml";
+}
+
+TEST(VolcanoJobTest, CommandLineEmissionIsValid) {
+  for (bool homogeneous : {false, true}) {
+    std::vector<std::string> argv = {
+        HETRUN_BINARY, "plan",
+        "--cluster",   HETRUN_SOURCE_DIR "/examples/plan/seed-cluster.json",
+        "--emit",      "volcano",
+        "--queue",     "training",
+        "--namespace", "ai-training"};
+    if (homogeneous) {
+      argv.push_back("--strict-homogeneous");
+    } else {
+      argv.insert(argv.end(), {"--model", HETRUN_SOURCE_DIR "/examples/plan/seed-model.json"});
+    }
+    testing::ProcessOptions options;
+    options.env = std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}};
+    testing::ProcessResult r = testing::RunProcess(argv, options);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ExpectValidJob(r.out, homogeneous ? "hetrun --strict-homogeneous" : "hetrun --emit volcano");
+    json job = testing::YamlToJson(r.out);
+    EXPECT_EQ(job["metadata"]["namespace"], "ai-training");
+    EXPECT_EQ(job["spec"]["queue"], "training");
+  }
+}
+
+}  // namespace
+}  // namespace hetrun::plan
