@@ -1,0 +1,93 @@
+#include "hetrun/node_record.h"
+
+#include <gtest/gtest.h>
+
+namespace hetrun {
+namespace {
+
+NodeRecord Record(int rank, int nnodes = 3) {
+  NodeRecord r;
+  r.hostname = "host-" + std::to_string(rank);
+  r.node_rank = rank;
+  r.nnodes = nnodes;
+  r.world_size = nnodes * 2;
+  r.local_world_size = 2;
+  r.instance = r.hostname + ":1:abc";
+  r.hetrun_version = "0.1.0";
+  r.nccl_version = "2.28.9";
+  GpuInfo gpu;
+  gpu.name = rank == 0 ? "A100-SXM4-80GB" : "H100-SXM5-80GB";
+  gpu.major = rank == 0 ? 8 : 9;
+  gpu.usable_bytes = uint64_t{81049} << 20;
+  gpu.family = rank == 0 ? "ampere" : "hopper";
+  r.gpus = {gpu, gpu};
+  return r;
+}
+
+TEST(NodeRecordTest, RoundTripsThroughJson) {
+  NodeRecord r = Record(1);
+  r.arch_checked = true;
+  r.arch_rows = {{"9.0", "/lib/x.so", "sass", false}};
+  auto back = DecodeNodeRecord(EncodeNodeRecord(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(EncodeNodeRecord(*back), EncodeNodeRecord(r));
+  EXPECT_EQ(back->gpus[0].CapabilityString(), "9.0");
+}
+
+TEST(NodeRecordTest, MalformedJsonIsAnErrorNotACrash) {
+  for (const char* text : {"", "{", "[]", "{\"schema\":1}", "{\"schema\":2}", "null"}) {
+    auto r = DecodeNodeRecord(text);
+    EXPECT_FALSE(r.ok()) << text;
+  }
+}
+
+TEST(NodeRecordTest, DuplicateNodeRankNamesBothNodes) {
+  std::vector<NodeRecord> records = {Record(0), Record(1), Record(1)};
+  records[2].hostname = "other";
+  Status s = ValidateJob(records);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("node 1 (host-1)"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("node 1 (other)"), std::string::npos) << s.message();
+}
+
+TEST(NodeRecordTest, DisagreeingWorldSizesNameBothNodes) {
+  std::vector<NodeRecord> records = {Record(0), Record(1), Record(2)};
+  records[2].world_size = 8;
+  Status s = ValidateJob(records);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("world size differs between nodes: node 0 (host-0) has 6, node 2 "
+                             "(host-2) has 8"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(NodeRecordTest, VersionMismatchesAreConfigurationErrors) {
+  NodeRecord other = Record(1);
+  other.hetrun_version = "0.2.0";
+  EXPECT_NE(CheckSameJob(Record(0), other).message().find("hetrun version"), std::string::npos);
+  other = Record(1);
+  other.nccl_version = "2.27.3";
+  EXPECT_NE(CheckSameJob(Record(0), other).message().find("NCCL version"), std::string::npos);
+  other.nccl_version = "";  // unknown: not compared
+  EXPECT_TRUE(CheckSameJob(Record(0), other).ok());
+}
+
+TEST(NodeRecordTest, LocalWorkersMustAddUpToTheWorldSize) {
+  std::vector<NodeRecord> records = {Record(0), Record(1), Record(2)};
+  records[1].local_world_size = 1;
+  EXPECT_NE(ValidateJob(records).message().find("2 + 1 + 2 = 5"), std::string::npos);
+}
+
+TEST(NodeRecordTest, CompleteJobPassesAndListsCapabilitiesAndGpus) {
+  std::vector<NodeRecord> records = {Record(2), Record(0), Record(1)};
+  EXPECT_TRUE(ValidateJob(records).ok());
+  EXPECT_EQ(JobCapabilities(records), (std::vector<std::string>{"8.0", "9.0"}));
+  auto gpus = JobGpus(records);
+  ASSERT_EQ(gpus.size(), 6u);
+  EXPECT_EQ(gpus[0].node_rank, 0);
+  EXPECT_EQ(gpus[5].node_rank, 2);
+  EXPECT_EQ(gpus[5].index, 1);
+}
+
+}  // namespace
+}  // namespace hetrun
