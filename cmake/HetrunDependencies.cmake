@@ -7,6 +7,10 @@ find_package(cxxopts REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
+# yaml-cpp: tests parse the Volcano manifests back and check them against the CRD's schema.
+if(HETRUN_BUILD_TESTS)
+  find_package(yaml-cpp REQUIRED)
+endif()
 
 # CUDA toolkit: $CUDA_HOME, else /usr/local/cuda. Optional.
 set(HETRUN_HAVE_CUDA OFF)

@@ -11,6 +11,11 @@ if(TARGET hetrun_kernels)
 endif()
 
 set(CMAKE_INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+# The torch wing finds libtorch/libc10 where hetrun was built against them (the venv's torch/lib);
+# a trainer that brings its own torch sets its RPATH or LD_LIBRARY_PATH first.
+if(TARGET hetrun_torch)
+  set_property(TARGET hetrun_torch APPEND PROPERTY INSTALL_RPATH "${TORCH_INSTALL_PREFIX}/lib")
+endif()
 foreach(t IN LISTS _hetrun_targets)
   if(NOT t STREQUAL "hetrun_runtime")
     set_property(TARGET ${t} APPEND PROPERTY INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
@@ -21,10 +26,18 @@ install(TARGETS ${_hetrun_targets} EXPORT hetrunTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# The rendezvous plugin: dlopened by bin/hetrun from $ORIGIN/../lib (not linked, not exported).
+if(TARGET hetrun_rendezvous)
+  install(TARGETS hetrun_rendezvous LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/runtime/include/hetrun"
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 install(FILES "${PROJECT_BINARY_DIR}/runtime/include/hetrun/version.h"
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hetrun)
+if(TARGET hetrun_torch)
+  install(DIRECTORY "${PROJECT_SOURCE_DIR}/runtime/torch/include/hetrun"
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+endif()
 if(TARGET hetrun_kernels)
   install(DIRECTORY "${PROJECT_SOURCE_DIR}/kernels/include/hetrun"
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")

@@ -49,5 +49,11 @@ Result<int> Dispatch(const std::vector<std::string>& args, const Environment& en
 // Subcommand entry points (one file each).
 Result<int> RunVersionCommand(const CommandContext& context);
 Result<int> RunVarsCommand(const CommandContext& context);
+Result<int> RunSimulateCommand(const CommandContext& context);
+Result<int> RunRunCommand(const CommandContext& context);
+Result<int> RunInspectCommand(const CommandContext& context);
+Result<int> RunCheckCommand(const CommandContext& context);
+Result<int> RunEnvCommand(const CommandContext& context);
+Result<int> RunPlanCommand(const CommandContext& context);
 
 }  // namespace hetrun::launcher

@@ -1,0 +1,3 @@
+// See ../README.md: declarations ProcessGroupGloo.hpp needs; nothing from this header is used.
+#pragma once
+#include "gloo/context.h"

@@ -1,0 +1,54 @@
+// Compute-time measurement for the tuner (ARCHITECTURE.md §5). A step's compute region is what a
+// rank spends on its own samples (forward + backward, possibly several micro-batches); data
+// loading and the wait for the gradient all-reduce are outside it.
+//
+// GPU: CUDA events on the current stream; nothing synchronises the host inside the step.
+// FinishStep() returns the steps whose end events have completed (usually the previous step's),
+// tagged with their sample count. CPU: a steady clock; results are immediate.
+// Emulated slowdown (CPU): StopCompute() sleeps (k - 1) times the region's real elapsed time,
+// then the clock is read, so the reported time is measured, never computed.
+#pragma once
+
+#include <torch/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+namespace hetrun {
+
+struct StepMeasurement {
+  int64_t samples = 0;    ///< the tag given to StartStep()
+  double compute_ms = 0;  ///< the sum of the step's compute regions
+};
+
+class StepTimer {
+ public:
+  /// `slowdown` >= 1 applies on CPU only (on GPU the caller should pass 1).
+  StepTimer(torch::Device device, double slowdown);
+  ~StepTimer();
+  StepTimer(const StepTimer&) = delete;
+  StepTimer& operator=(const StepTimer&) = delete;
+
+  void StartStep(int64_t samples);
+  void StartCompute();
+  void StopCompute();
+  /// Closes the step; returns every completed measurement not yet returned, oldest first.
+  std::vector<StepMeasurement> FinishStep();
+
+ private:
+  struct GpuStep;
+  torch::Device device_;
+  double slowdown_;
+  int64_t samples_ = 0;
+  // CPU
+  std::chrono::steady_clock::time_point region_start_;
+  double cpu_ms_ = 0;
+  // GPU: steps whose events are recorded but not yet read.
+  std::deque<std::unique_ptr<GpuStep>> pending_;
+  std::unique_ptr<GpuStep> current_;
+};
+
+}  // namespace hetrun

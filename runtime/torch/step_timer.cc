@@ -1,0 +1,82 @@
+#include "hetrun/step_timer.h"
+
+#include <ATen/cuda/CUDAEvent.h>
+
+#include <thread>
+#include <utility>
+
+namespace hetrun {
+
+struct StepTimer::GpuStep {
+  int64_t samples = 0;
+  // Timing-enabled events (CUDAEvent's default flags disable timing), recorded on the current
+  // stream: start and stop of each compute region.
+  std::vector<std::pair<at::cuda::CUDAEvent, at::cuda::CUDAEvent>> regions;
+  bool open = false;
+};
+
+StepTimer::StepTimer(torch::Device device, double slowdown)
+    : device_(device), slowdown_(device.is_cuda() ? 1.0 : slowdown) {}
+
+StepTimer::~StepTimer() = default;
+
+void StepTimer::StartStep(int64_t samples) {
+  samples_ = samples;
+  cpu_ms_ = 0;
+  if (device_.is_cuda()) {
+    current_ = std::make_unique<GpuStep>();
+    current_->samples = samples;
+  }
+}
+
+void StepTimer::StartCompute() {
+  if (device_.is_cuda()) {
+    current_->regions.emplace_back(at::cuda::CUDAEvent(cudaEventDefault),
+                                   at::cuda::CUDAEvent(cudaEventDefault));
+    current_->regions.back().first.record();
+    current_->open = true;
+    return;
+  }
+  region_start_ = std::chrono::steady_clock::now();
+}
+
+void StepTimer::StopCompute() {
+  if (device_.is_cuda()) {
+    current_->regions.back().second.record();
+    current_->open = false;
+    return;
+  }
+  auto real = std::chrono::steady_clock::now() - region_start_;
+  if (slowdown_ > 1.0) {
+    // Emulated slower device: wait out the difference, then read the clock again. What is
+    // reported is the measured elapsed time of the (stretched) region.
+    std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double, std::nano>(
+            static_cast<double>(std::chrono::nanoseconds(real).count()) * (slowdown_ - 1.0))));
+  }
+  cpu_ms_ +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - region_start_)
+          .count();
+}
+
+std::vector<StepMeasurement> StepTimer::FinishStep() {
+  std::vector<StepMeasurement> done;
+  if (!device_.is_cuda()) {
+    done.push_back({samples_, cpu_ms_});
+    cpu_ms_ = 0;
+    return done;
+  }
+  if (current_) pending_.push_back(std::move(current_));
+  // Read only steps whose last event has completed: query() never blocks the host.
+  while (!pending_.empty()) {
+    GpuStep& step = *pending_.front();
+    if (!step.regions.empty() && !step.regions.back().second.query()) break;
+    double ms = 0;
+    for (auto& [start, stop] : step.regions) ms += start.elapsed_time(stop);
+    done.push_back({step.samples, ms});
+    pending_.pop_front();
+  }
+  return done;
+}
+
+}  // namespace hetrun

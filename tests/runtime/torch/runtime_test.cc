@@ -1,0 +1,107 @@
+// Multi-process tests of the runtime: real worker processes (runtime_worker.cc) on 127.0.0.1,
+// joined through a TCPStore on a free port, Gloo collectives.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "run_process.h"
+
+namespace hetrun {
+namespace {
+
+using testing::ProcessResult;
+using testing::RunProcess;
+
+// A port the kernel reports free right now (bind port 0, read it back, release it).
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::vector<ProcessResult> RunWorkers(int world, const std::string& mode) {
+  int port = FreePort();
+  std::vector<std::future<ProcessResult>> running;
+  for (int r = 0; r < world; ++r) {
+    testing::ProcessOptions options;
+    options.env = std::map<std::string, std::string>{
+        {"RANK", std::to_string(r)},       {"WORLD_SIZE", std::to_string(world)},
+        {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(world)},
+        {"MASTER_ADDR", "127.0.0.1"},      {"MASTER_PORT", std::to_string(port)},
+        {"PATH", "/usr/bin:/bin"},         {"OMP_NUM_THREADS", "1"},
+        {"CUDA_VISIBLE_DEVICES", ""}};
+    options.timeout = std::chrono::seconds(90);
+    running.push_back(std::async(std::launch::async, [options, mode] {
+      return RunProcess({HETRUN_RUNTIME_WORKER, mode}, options);
+    }));
+  }
+  std::vector<ProcessResult> results;
+  for (auto& f : running) results.push_back(f.get());
+  // Keep the workers' result lines; drop the runtime's log lines ("[date] [info] ...").
+  for (ProcessResult& result : results) {
+    std::istringstream lines(result.out);
+    std::string line, kept;
+    while (std::getline(lines, line)) {
+      if (!line.empty() && line[0] != '[') kept += line + "\n";
+    }
+    result.out = kept;
+  }
+  return results;
+}
+
+TEST(RuntimeTest, UnequalSharesGiveTheSingleProcessGradient) {
+  std::vector<ProcessResult> results = RunWorkers(4, "gradients");
+  for (size_t r = 0; r < results.size(); ++r) {
+    ASSERT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].err;
+    double mlp = 1, block = 1;
+    ASSERT_EQ(
+        std::sscanf(results[r].out.c_str(), "max_abs_diff mlp=%lf transformer=%lf", &mlp, &block),
+        2)
+        << results[r].out;
+    std::printf("rank %zu: %s", r, results[r].out.c_str());
+    EXPECT_LE(mlp, 1e-6);
+    EXPECT_LE(block, 1e-6);
+  }
+}
+
+TEST(RuntimeTest, EveryRankGathersTheSameBytesAndComputesTheSameSplit) {
+  std::vector<ProcessResult> results = RunWorkers(3, "gather");
+  for (size_t r = 0; r < results.size(); ++r) {
+    ASSERT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].err;
+    EXPECT_EQ(results[r].out, results[0].out) << "rank " << r << " differs from rank 0";
+  }
+  // 3 windows; the slowest rank (r = 2, 3 ms/sample) ends with the smallest share.
+  std::istringstream lines(results[0].out);
+  std::string line, last;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    last = line;
+    ++count;
+  }
+  EXPECT_EQ(count, 3) << results[0].out;
+  long long a = 0, b = 0, c = 0;
+  ASSERT_EQ(
+      std::sscanf(last.substr(last.find("shares=")).c_str(), "shares=%lld,%lld,%lld", &a, &b, &c),
+      3);
+  EXPECT_EQ(a + b + c, 30);
+  EXPECT_GT(a, c);
+}
+
+}  // namespace
+}  // namespace hetrun
