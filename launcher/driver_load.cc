@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <sstream>
 
+#include "child_output.h"
 #include "hetrun/fatbin.h"
 
 namespace hetrun::launcher {
@@ -186,50 +187,20 @@ Result<DriverLoadReport> LoadModulesInChild(const std::vector<std::string>& file
     close(fds[0]);
     std::ostringstream out;
     LoadAll(files, out);
-    const std::string text = out.str();
-    size_t written = 0;
-    while (written < text.size()) {
-      const ssize_t n = write(fds[1], text.data() + written, text.size() - written);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) _exit(3);
-      written += static_cast<size_t>(n);
-    }
-    _exit(0);
+    WriteAllAndExit(fds[1], out.str());
   }
   close(fds[1]);
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool timed_out = false;
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
-    if (ready <= 0) continue;
-    char buffer[4096];
-    const ssize_t n = read(fds[0], buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return ErrnoError("waitpid", "driver load check", errno);
-  }
-  if (timed_out) {
+  HETRUN_ASSIGN_OR_RETURN(ChildOutput child,
+                          CollectChildOutput(fds[0], pid, timeout, "driver load check"));
+  if (child.timed_out) {
     return DeadlineExceededError(
         fmt::format("driver load check did not finish in {} s", timeout.count() / 1000));
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return InternalError(fmt::format("driver load check child failed (wait status {})", status));
+  if (!WIFEXITED(child.wait_status) || WEXITSTATUS(child.wait_status) != 0) {
+    return InternalError(
+        fmt::format("driver load check child failed (wait status {})", child.wait_status));
   }
-  return ParseDriverLoadOutput(text);
+  return ParseDriverLoadOutput(child.text);
 }
 
 }  // namespace hetrun::launcher

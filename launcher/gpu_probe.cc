@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <sstream>
 
+#include "child_output.h"
 #include "hetrun/units.h"
 #ifdef HETRUN_WITH_KERNELS
 #include "hetrun/kernels.h"
@@ -32,15 +33,7 @@ void ChildProbe(int fd) {
       }
     }
   }
-  std::string text = out.str();
-  size_t written = 0;
-  while (written < text.size()) {
-    ssize_t n = write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) _exit(3);
-    written += static_cast<size_t>(n);
-  }
-  _exit(0);
+  WriteAllAndExit(fd, out.str());
 }
 #endif
 
@@ -105,23 +98,18 @@ Result<std::vector<ProbedGpu>> ProbeGpusInChild() {
     ChildProbe(fds[1]);
   }
   close(fds[1]);
-  std::string text;
-  char buffer[4096];
-  while (true) {
-    ssize_t n = read(fds[0], buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<size_t>(n));
+  // A wedged driver must not hang the launcher: the probe gets two minutes.
+  constexpr std::chrono::seconds kProbeTimeout{120};
+  HETRUN_ASSIGN_OR_RETURN(ChildOutput child,
+                          CollectChildOutput(fds[0], pid, kProbeTimeout, "GPU probe"));
+  if (child.timed_out) {
+    return DeadlineExceededError("GPU probe did not finish in 120 s (is the NVIDIA driver hung?)");
   }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return ErrnoError("waitpid", "GPU probe", errno);
+  if (!WIFEXITED(child.wait_status) || WEXITSTATUS(child.wait_status) != 0) {
+    return InternalError("GPU probe child failed (wait status " +
+                         std::to_string(child.wait_status) + ")");
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return InternalError("GPU probe child failed (wait status " + std::to_string(status) + ")");
-  }
-  return ParseProbeOutput(text);
+  return ParseProbeOutput(child.text);
 #endif
 }
 

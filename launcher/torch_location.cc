@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "child_output.h"
+
 extern char** environ;
 
 namespace hetrun::launcher {
@@ -37,41 +39,18 @@ Result<std::string> FindTorchLibDir(const Environment& env, std::chrono::millise
     return FailedPreconditionError("cannot run " + python + " (HETRUN_PYTHON) to find torch: " +
                                    std::strerror(spawned) + "; pass --torch-lib DIR instead");
   }
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool timed_out = false;
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
-    char buffer[4096];
-    const ssize_t n = read(fds[0], buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return ErrnoError("waitpid", python, errno);
-  }
-  if (timed_out) {
+  HETRUN_ASSIGN_OR_RETURN(ChildOutput child, CollectChildOutput(fds[0], pid, timeout, python));
+  if (child.timed_out) {
     return DeadlineExceededError(python + " -c 'import torch' did not finish in " +
                                  std::to_string(timeout.count() / 1000) + " s");
   }
+  const int status = child.wait_status;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return FailedPreconditionError(python + " cannot import torch (exit status " +
                                    std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
                                    "); set HETRUN_PYTHON or pass --torch-lib DIR");
   }
+  std::string text = std::move(child.text);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   const size_t last_line = text.rfind('\n');
   if (last_line != std::string::npos) text = text.substr(last_line + 1);
