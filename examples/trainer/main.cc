@@ -4,7 +4,8 @@
 // writes key=value figures for scripts/demo.
 //
 //   hetrun_trainer [--steps N] [--window W] [--warmup N] [--batch B] [--micro-batch M]
-//                  [--min-share N] [--dead-band X] [--min-spread X] [--no-tune]
+//                  [--min-share N] [--dead-band X] [--min-spread X] [--forgetting X]
+//                  [--change-floor X] [--no-tune]
 //                  [--seq N] [--dim N] [--layers N] [--lr X] [--summary FILE]
 //
 // Nothing but the step itself runs per step: the loss stays on the device until the window's
@@ -38,6 +39,11 @@ struct Flags {
   double dead_band = 0.03;  // of the predicted step: below ~3x the noise of a window median here
   double min_spread = 0.3;  // see CostModelOptions::min_relative_spread
   double forgetting = 0.9;  // see CostModelOptions::forgetting
+  // Smallest relative miss taken as a change of speed (CostModelOptions::change_floor). High
+  // here: speeds do not jump on this machine, and the model's change test also fires when a
+  // least-squares line is extrapolated to a new sample count and misses, which then rescales a
+  // noisy line through one point (seen in this demo: a slow rank handed 11 of 96 samples).
+  double change_floor = 0.5;
   bool tune = true;
   double lr = 3e-3;
   TinyGptConfig model;
@@ -76,6 +82,8 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
       ok = fraction(&flags->dead_band);
     } else if (arg == "--min-spread") {
       ok = fraction(&flags->min_spread);
+    } else if (arg == "--change-floor") {
+      ok = fraction(&flags->change_floor);
     } else if (arg == "--forgetting") {
       ok = fraction(&flags->forgetting) && flags->forgetting > 0;
     } else if (arg == "--seq") {
@@ -154,6 +162,7 @@ int main(int argc, char** argv) {
   tuning.controller.dead_band = flags.dead_band;
   tuning.controller.cost_model.min_relative_spread = flags.min_spread;
   tuning.controller.cost_model.forgetting = flags.forgetting;
+  tuning.controller.cost_model.change_floor = flags.change_floor;
   tuning.batch = flags.batch;
   tuning.max_micro_batch = flags.micro_batch;
   tuning.tune = flags.tune;
