@@ -471,7 +471,9 @@ Status CheckJob(PreflightResult& result, const NodeRecord& mine,
       return InvalidArgumentError("kernel-image check could not read some files:\n" +
                                   result.arch_table);
     }
-    spdlog::info("kernel images run on every GPU of the job ({})", fmt::join(job_caps, ", "));
+    // The table is printed on success too: image CI logs and pod logs show what was checked.
+    spdlog::info("kernel images run on every GPU of the job ({}):\n{}", fmt::join(job_caps, ", "),
+                 result.arch_table);
   }
 
   // 4. The memory ceiling over every GPU of the job.

@@ -57,7 +57,20 @@ bool CostModel::AddPoint(const WindowPoint& point) {
   // A miss is a speed change only where the model is trusted: a least-squares line, or the same
   // operating point as the last window. A proportional guess extrapolated to a new sample count
   // is expected to miss (that miss is how the fixed time is learnt).
-  bool trusted = from_least_squares_;
+  // A least-squares line is trusted only near the sample counts it was fitted on: far outside
+  // them a noisy slope extrapolates badly, and its miss is not evidence of a speed change.
+  bool trusted = false;
+  if (from_least_squares_ && !points_.empty()) {
+    int64_t lo = points_.front().samples, hi = points_.front().samples;
+    for (const Weighted& p : points_) {
+      lo = std::min(lo, p.samples);
+      hi = std::max(hi, p.samples);
+    }
+    const double slack = options_.min_relative_spread;
+    const double n = static_cast<double>(point.samples);
+    trusted = n >= static_cast<double>(lo) * (1.0 - slack) &&
+              n <= static_cast<double>(hi) * (1.0 + slack);
+  }
   if (!points_.empty()) {
     int64_t last = points_.back().samples;
     double gap = static_cast<double>(std::max(last, point.samples) - std::min(last, point.samples));
