@@ -180,6 +180,7 @@ targets=(hetrun hetrun_kernels hetrun_arch_fixtures gpu_fixtures gpu_launch_fixt
          gpu_memory_cap_check gpu_nccl_check hetrun_trainer)
 configure=("${cmake:-cmake}" -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
            -DHETRUN_PYTHON="$python" -DHETRUN_BUILD_BENCH=OFF -DHETRUN_WITH_CUDA=ON
+           -DHETRUN_BUILD_GPU_TESTS=ON
            -DHETRUN_WITH_TORCH=ON "${cmake_args[@]}")
 compile=("${cmake:-cmake}" --build "$build" -j "$jobs" --target "${targets[@]}")
 step_begin build
