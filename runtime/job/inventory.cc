@@ -5,18 +5,6 @@
 namespace hetrun {
 namespace {
 
-std::vector<std::string_view> Split(std::string_view text, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    size_t at = text.find(sep, start);
-    parts.push_back(text.substr(start, at == std::string_view::npos ? at : at - start));
-    if (at == std::string_view::npos) break;
-    start = at + 1;
-  }
-  return parts;
-}
-
 std::string Shown(std::string_view text) {
   std::string out;
   for (char c : text.substr(0, 80)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
@@ -30,12 +18,12 @@ Result<GpuInfo> ParseOne(std::string_view entry, size_t index) {
                                 " (expected NAME:MAJOR.MINOR:USABLE_MIB, e.g. "
                                 "A100-SXM4-80GB:8.0:81049)");
   };
-  std::vector<std::string_view> fields = Split(entry, ':');
+  std::vector<std::string_view> fields = SplitOn(entry, ':');
   if (fields.size() != 3) return bad("needs 3 fields separated by ':'");
   GpuInfo gpu;
   gpu.name = std::string(fields[0]);
   if (gpu.name.empty()) return bad("empty name");
-  std::vector<std::string_view> cc = Split(fields[1], '.');
+  std::vector<std::string_view> cc = SplitOn(fields[1], '.');
   if (cc.size() != 2) return bad("compute capability must be MAJOR.MINOR");
   auto major = ParseIntInRange(cc[0], 1, 99);
   auto minor = ParseIntInRange(cc[1], 0, 9);
@@ -67,7 +55,7 @@ std::string FamilyForCapability(int major, int minor) {
 Result<std::vector<GpuInfo>> ParseFakeGpus(std::string_view text) {
   if (text.empty()) return InvalidArgumentError("empty GPU list: declare at least one GPU");
   std::vector<GpuInfo> gpus;
-  std::vector<std::string_view> entries = Split(text, ',');
+  std::vector<std::string_view> entries = SplitOn(text, ',');
   constexpr size_t kMaxGpus = 1024;
   if (entries.size() > kMaxGpus) {
     return InvalidArgumentError("more than " + std::to_string(kMaxGpus) + " GPUs declared");

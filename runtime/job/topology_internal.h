@@ -2,6 +2,8 @@
 // into candidate values that carry their precedence level and source. Not a public header.
 #pragma once
 
+#include "hetrun/units.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -55,8 +57,6 @@ Result<std::optional<int>> ReadEnvInt(const Environment& env, std::string_view n
 Status CheckHost(std::string_view name, std::string_view value, std::string_view source,
                  StatusCode code = StatusCode::kInvalidArgument);
 
-/// Splits on `sep`, keeping empty parts.
-std::vector<std::string_view> SplitOn(std::string_view text, char sep);
 
 // --- per-process launchers (per_process_launchers.cc) ---
 

@@ -48,16 +48,4 @@ Status CheckHost(std::string_view name, std::string_view value, std::string_view
   return Status::Ok();
 }
 
-std::vector<std::string_view> SplitOn(std::string_view text, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    size_t at = text.find(sep, start);
-    parts.push_back(text.substr(start, at == std::string_view::npos ? at : at - start));
-    if (at == std::string_view::npos) break;
-    start = at + 1;
-  }
-  return parts;
-}
-
 }  // namespace hetrun::topology_internal

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hetrun/status.h"
 
@@ -32,6 +33,10 @@ std::string FormatMiB(uint64_t bytes);
 
 /// "30s", "1m30s", "250ms".
 std::string FormatDuration(std::chrono::milliseconds duration);
+
+/// The pieces of `text` between the separators (empty pieces kept: "a,,b" -> "a", "", "b";
+/// "" -> one empty piece). The views point into `text`.
+std::vector<std::string_view> SplitOn(std::string_view text, char sep);
 
 /// True for "1", "true", "yes", "on" (any case); false for "0", "false", "no", "off"; else error.
 Result<bool> ParseBool(std::string_view text);

@@ -80,3 +80,15 @@ TEST(UnitsTest, BooleansAcceptCommonSpellings) {
 
 }  // namespace
 }  // namespace hetrun
+
+namespace hetrun {
+namespace {
+
+TEST(UnitsTest, SplitOnKeepsEmptyPieces) {
+  EXPECT_EQ(SplitOn("a,,b", ','), (std::vector<std::string_view>{"a", "", "b"}));
+  EXPECT_EQ(SplitOn("", ','), (std::vector<std::string_view>{""}));
+  EXPECT_EQ(SplitOn("8.0", '.'), (std::vector<std::string_view>{"8", "0"}));
+}
+
+}  // namespace
+}  // namespace hetrun
