@@ -2,8 +2,6 @@
 // into candidate values that carry their precedence level and source. Not a public header.
 #pragma once
 
-#include "hetrun/units.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +11,7 @@
 #include "hetrun/env.h"
 #include "hetrun/status.h"
 #include "hetrun/topology.h"
+#include "hetrun/units.h"
 
 namespace hetrun::topology_internal {
 
@@ -56,7 +55,6 @@ Result<std::optional<int>> ReadEnvInt(const Environment& env, std::string_view n
 /// A host name or address: not empty, no spaces or control characters.
 Status CheckHost(std::string_view name, std::string_view value, std::string_view source,
                  StatusCode code = StatusCode::kInvalidArgument);
-
 
 // --- per-process launchers (per_process_launchers.cc) ---
 
