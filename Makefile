@@ -40,7 +40,7 @@ asan: setup
 
 fuzz: setup
 	cmake --preset fuzz
-	cmake --build build-fuzz -j $(JOBS)
+	cmake --build build-fuzz -j $(JOBS) --target hetrun_fuzzers
 	scripts/fuzz build-fuzz $(FUZZ_SECONDS)
 
 format:
