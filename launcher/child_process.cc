@@ -1,6 +1,7 @@
 #include "child_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +16,14 @@ namespace hetrun::launcher {
 namespace {
 
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+
+// The step of the child's start-up that failed (reported through the error pipe).
+enum class ChildStep : int { kSetpgid, kPrctl, kDup2, kAffinity, kExec };
+
+// A failed step before exec is hetrun's failure (exit 70), whatever the errno.
+Status ChildStepError(const std::string& call, const std::string& what, int err) {
+  return InternalError(call + "(" + what + ") in the worker before exec: " + std::strerror(err));
+}
 
 bool IsExecutableFile(const std::string& path) {
   struct stat st {};
@@ -87,7 +96,19 @@ Result<pid_t> SpawnProcess(const SpawnSpec& spec) {
   for (std::string& entry : env_strings) envp.push_back(entry.data());
   envp.push_back(nullptr);
 
-  // The child writes exec's errno here; a successful exec closes it (O_CLOEXEC) with no data.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : spec.cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+      return InvalidArgumentError("CPU " + std::to_string(cpu) + " is outside 0.." +
+                                  std::to_string(CPU_SETSIZE - 1));
+    }
+    CPU_SET(cpu, &cpus);
+  }
+  const bool bind = !spec.cpus.empty();
+
+  // The child writes {step, errno} here when a step before exec, or exec itself, fails; a
+  // successful exec closes it (O_CLOEXEC) with no data.
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe2", "exec error pipe", errno);
   pid_t parent = ::getpid();
@@ -101,34 +122,62 @@ Result<pid_t> SpawnProcess(const SpawnSpec& spec) {
   if (pid == 0) {
     ::close(error_pipe[0]);
     int err = 0;
+    ChildStep step = ChildStep::kSetpgid;
     // Own process group: signals reach the worker and its data-loader children together, and a
     // terminal's Ctrl-C reaches only hetrun, which forwards it once.
     if (::setpgid(0, 0) != 0) err = errno;
     // Die with hetrun. If hetrun is already gone the signal was never armed: exit now.
-    if (err == 0 && ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) err = errno;
+    if (err == 0 && (step = ChildStep::kPrctl, ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0))
+      err = errno;
     if (err == 0 && ::getppid() != parent) ::_exit(kExitInternal);
-    if (err == 0 && spec.stdout_fd >= 0 && ::dup2(spec.stdout_fd, STDOUT_FILENO) < 0) err = errno;
-    if (err == 0 && spec.stderr_fd >= 0 && ::dup2(spec.stderr_fd, STDERR_FILENO) < 0) err = errno;
+    if (err == 0 && spec.stdout_fd >= 0 &&
+        (step = ChildStep::kDup2, ::dup2(spec.stdout_fd, STDOUT_FILENO) < 0)) {
+      err = errno;
+    }
+    if (err == 0 && spec.stderr_fd >= 0 &&
+        (step = ChildStep::kDup2, ::dup2(spec.stderr_fd, STDERR_FILENO) < 0)) {
+      err = errno;
+    }
+    if (err == 0 && bind &&
+        (step = ChildStep::kAffinity, ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0)) {
+      err = errno;
+    }
     if (err == 0) {
       if (spec.signals != nullptr) spec.signals->RestoreInChild();
+      step = ChildStep::kExec;
       ::execve(program.c_str(), argv.data(), envp.data());
       err = errno;
     }
-    WriteAll(error_pipe[1], &err, sizeof(err));
-    ::_exit(err == ENOENT ? kExitNotFound : kExitNotExecutable);
+    const int report[2] = {static_cast<int>(step), err};
+    WriteAll(error_pipe[1], report, sizeof(report));
+    ::_exit(step != ChildStep::kExec ? kExitInternal
+            : err == ENOENT          ? kExitNotFound
+                                     : kExitNotExecutable);
   }
   ::close(error_pipe[1]);
-  int child_errno = 0;
+  int report[2] = {0, 0};
   ssize_t n;
   do {
-    n = ::read(error_pipe[0], &child_errno, sizeof(child_errno));
+    n = ::read(error_pipe[0], report, sizeof(report));
   } while (n < 0 && errno == EINTR);
   ::close(error_pipe[0]);
-  if (n == static_cast<ssize_t>(sizeof(child_errno))) {
+  if (n == static_cast<ssize_t>(sizeof(report))) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    return ExecError(program, child_errno);
+    switch (static_cast<ChildStep>(report[0])) {
+      case ChildStep::kExec:
+        return ExecError(program, report[1]);
+      case ChildStep::kSetpgid:
+        return ChildStepError("setpgid", "worker " + program, report[1]);
+      case ChildStep::kPrctl:
+        return ChildStepError("prctl(PR_SET_PDEATHSIG)", "worker " + program, report[1]);
+      case ChildStep::kDup2:
+        return ChildStepError("dup2", "worker " + program + " output", report[1]);
+      case ChildStep::kAffinity:
+        return ChildStepError("sched_setaffinity", "worker " + program, report[1]);
+    }
+    return InternalError("worker " + program + ": unknown start-up failure");
   }
   return pid;
 }

@@ -26,12 +26,14 @@ struct SpawnSpec {
   int stdout_fd = -1;                      ///< becomes the child's fd 1; -1 = inherit
   int stderr_fd = -1;                      ///< becomes the child's fd 2; -1 = inherit
   const SignalSet* signals = nullptr;      ///< restored in the child; null = leave as is
+  std::vector<int> cpus{};                 ///< the child's CPU affinity; empty = inherited
 };
 
 /// Forks and execs `spec`. The child leads a new process group (pgid == pid) and gets SIGKILL
 /// when hetrun dies (PR_SET_PDEATHSIG), so it never outlives the supervisor. Returns the pid
 /// once exec has succeeded. Errors: kNotFound (exit 127) when the command does not exist,
-/// kFailedPrecondition (exit 126) when it cannot be executed, kInternal for failed system calls.
+/// kFailedPrecondition (exit 126) when it cannot be executed, kInternal for failed system calls
+/// (in the child too: setpgid, prctl, dup2, sched_setaffinity, each named in the message).
 /// A child whose exec failed has already been reaped.
 Result<pid_t> SpawnProcess(const SpawnSpec& spec);
 

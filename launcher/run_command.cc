@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "command.h"
+#include "cpu_binding.h"
 #include "exit_code.h"
 #include "hetrun/inventory.h"
 #include "hetrun/logging.h"
@@ -84,6 +85,43 @@ Result<PreflightResult> Preflight(const Topology& topology,
   return RunPreflight(topology, inventory, preflight_options, env);
 }
 
+/// --cpu-bind, else HETRUN_CPU_BIND, else none.
+Result<CpuBind> CpuBindSetting(const cxxopts::ParseResult& parsed, const Environment& env) {
+  if (parsed.count("cpu-bind")) {
+    std::string text = parsed["cpu-bind"].as<std::string>();
+    Result<CpuBind> mode = ParseCpuBind(text);
+    if (!mode.ok()) return UsageError("--cpu-bind: " + mode.status().message());
+    return *mode;
+  }
+  std::optional<std::string> text = env.Get("HETRUN_CPU_BIND");
+  if (!text) return CpuBind::kNone;
+  Result<CpuBind> mode = ParseCpuBind(*text);
+  if (!mode.ok()) {
+    return InvalidArgumentError("HETRUN_CPU_BIND (environment): " + mode.status().message());
+  }
+  return *mode;
+}
+
+/// The CPUs of each local worker under `mode` (empty lists: no binding), logged once.
+Result<std::vector<std::vector<int>>> WorkerCpus(CpuBind mode, const Topology& topology,
+                                                 size_t local_workers) {
+  std::vector<std::vector<int>> none(local_workers);
+  if (mode == CpuBind::kNone) return none;
+  if (topology.per_process) {
+    spdlog::info("--cpu-bind spread ignored: under {} each process is one worker, placed by it",
+                 topology.source);
+    return none;
+  }
+  HETRUN_ASSIGN_OR_RETURN(std::vector<int> cpus, AllowedCpus());
+  std::vector<std::vector<int>> bound = SpreadCpus(cpus, static_cast<int>(local_workers));
+  std::string text;
+  for (size_t i = 0; i < bound.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(topology.local_ranks[i]) + ":" + CpuListText(bound[i]);
+  }
+  spdlog::info("cpu binding (spread over CPUs {}), local rank:CPUs {}", CpuListText(cpus), text);
+  return bound;
+}
+
 }  // namespace
 
 Result<int> RunRunCommand(const CommandContext& context) {
@@ -106,6 +144,11 @@ Result<int> RunRunCommand(const CommandContext& context) {
       "max-restarts",
       "restart the local group after a worker is killed by a signal, hangs or exits 75, at most "
       "N times (HETRUN_MAX_RESTARTS, default 0)",
+      cxxopts::value<std::string>())(
+      "cpu-bind",
+      "none, or spread: deal the CPUs hetrun may use out to the local workers, a block each "
+      "(one CPU each, shared in turn, when workers outnumber CPUs) (HETRUN_CPU_BIND, default "
+      "none)",
       cxxopts::value<std::string>())("run-id", "TORCHELASTIC_RUN_ID for the workers (default none)",
                                      cxxopts::value<std::string>()->default_value("none"))(
       "h,help", "this text");
@@ -136,6 +179,7 @@ Result<int> RunRunCommand(const CommandContext& context) {
                           DurationSetting(parsed, "hang-timeout", context.env,
                                           "HETRUN_HANG_TIMEOUT", std::chrono::milliseconds(0)));
   HETRUN_ASSIGN_OR_RETURN(supervision.max_restarts, MaxRestartsSetting(parsed, context.env));
+  HETRUN_ASSIGN_OR_RETURN(CpuBind cpu_bind, CpuBindSetting(parsed, context.env));
 
   TopologyOptionValues topology_options = ReadTopologyOptions(parsed);
   HETRUN_ASSIGN_OR_RETURN(
@@ -154,6 +198,8 @@ Result<int> RunRunCommand(const CommandContext& context) {
                           ReadPreflightOptions(parsed, context.env));
   HETRUN_ASSIGN_OR_RETURN(PreflightResult preflight,
                           Preflight(topology, inventory, preflight_options, context.env, command));
+  HETRUN_ASSIGN_OR_RETURN(std::vector<std::vector<int>> worker_cpus,
+                          WorkerCpus(cpu_bind, topology, local_workers));
 
   WorkerEnvOptions env_options;
   env_options.max_restarts = supervision.max_restarts;
@@ -168,7 +214,8 @@ Result<int> RunRunCommand(const CommandContext& context) {
       HETRUN_ASSIGN_OR_RETURN(auto additions,
                               preflight.WorkerAdditions(context.env, topology.local_ranks[i]));
       for (auto& [name, value] : additions) env[name] = value;
-      workers.push_back({topology.ranks[i], topology.local_ranks[i], std::move(env)});
+      workers.push_back(
+          {topology.ranks[i], topology.local_ranks[i], std::move(env), worker_cpus[i]});
     }
     return workers;
   };

@@ -165,7 +165,7 @@ Status Supervisor::Spawn(Worker& worker, int restart_count) {
   worker.out = std::make_unique<OutputTee>(options_.console_out, prefix, worker.log.get(), 0);
   worker.err = std::make_unique<OutputTee>(options_.console_err, prefix, worker.log.get(),
                                            options_.tail_lines);
-  SpawnSpec spec{options_.command, worker.spec.env, out[1], err[1], &signals_};
+  SpawnSpec spec{options_.command, worker.spec.env, out[1], err[1], &signals_, worker.spec.cpus};
   spec.env.erase("HETRUN_HEARTBEAT");
   if (heartbeats_ != nullptr) {
     HETRUN_ASSIGN_OR_RETURN(worker.heartbeat, heartbeats_->Reset(worker.spec.local_rank));

@@ -26,6 +26,7 @@ struct WorkerSpec {
   int rank = 0;
   int local_rank = 0;
   std::map<std::string, std::string> env;
+  std::vector<int> cpus{};  ///< CPU affinity (launcher/cpu_binding.h); empty = hetrun's own
 };
 
 struct SupervisorOptions {

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "cpu_binding.h"
 #include "run_harness.h"
 
 namespace hetrun {
@@ -53,6 +54,54 @@ TEST(RunOutputTest, TeePrefixesWholeLinesOfEveryRank) {
     EXPECT_TRUE(Contains(run.out(), prefix + long_line + "\n")) << "rank " << rank;
     EXPECT_TRUE(Contains(run.err(), prefix + "on stderr\n")) << run.err();
   }
+}
+
+TEST(RunOutputTest, CpuBindSpreadDealsHetrunsCpusToTheLocalRanks) {
+  Result<std::vector<int>> cpus = launcher::AllowedCpus();
+  ASSERT_TRUE(cpus.ok()) << cpus.status().ToString();
+  std::vector<std::vector<int>> expected = launcher::SpreadCpus(*cpus, 3);
+  TempDir dir;
+  HetrunProcess run(
+      {"run", "--nproc-per-node", "3", "--tee", "--cpu-bind", "spread", "--", "/bin/sh", "-c",
+       "echo cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"},
+      HetrunEnv(dir.path()), dir.path());
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string line = "[rank " + std::to_string(rank) +
+                       "] cpus=" + launcher::CpuListText(expected[static_cast<size_t>(rank)]) +
+                       "\n";
+    EXPECT_TRUE(Contains(run.out(), line)) << line << run.out();
+  }
+  EXPECT_TRUE(Contains(run.err(), "cpu binding (spread over CPUs " + launcher::CpuListText(*cpus)))
+      << run.err();
+}
+
+TEST(RunOutputTest, WithoutCpuBindWorkersKeepHetrunsCpus) {
+  Result<std::vector<int>> cpus = launcher::AllowedCpus();
+  ASSERT_TRUE(cpus.ok());
+  TempDir dir;
+  std::map<std::string, std::string> env = HetrunEnv(dir.path());
+  env["HETRUN_CPU_BIND"] = "none";
+  HetrunProcess run({"run", "--nproc-per-node", "2", "--", "/bin/sh", "-c",
+                     "echo cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"},
+                    env, dir.path());
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_EQ(run.out(), "cpus=" + launcher::CpuListText(*cpus) +
+                           "\ncpus=" + launcher::CpuListText(*cpus) + "\n");
+}
+
+TEST(RunOutputTest, BadCpuBindIsAUsageErrorAndBadEnvironmentAConfigError) {
+  TempDir dir;
+  HetrunProcess flag(RunArgs(1, {"--cpu-bind", "cores"}, {"exit", "0"}), HetrunEnv(dir.path()),
+                     dir.path());
+  EXPECT_EQ(flag.Wait(), 64);
+  EXPECT_TRUE(Contains(flag.err(), "--cpu-bind: cpu binding 'cores'")) << flag.err();
+  std::map<std::string, std::string> env = HetrunEnv(dir.path());
+  env["HETRUN_CPU_BIND"] = "all";
+  HetrunProcess from_env(RunArgs(1, {}, {"exit", "0"}), env, dir.path());
+  EXPECT_EQ(from_env.Wait(), 78);
+  EXPECT_TRUE(Contains(from_env.err(), "HETRUN_CPU_BIND (environment): cpu binding 'all'"))
+      << from_env.err();
 }
 
 TEST(RunOutputTest, LogDirKeepsOneFilePerRank) {

@@ -1,9 +1,16 @@
 #include "child_process.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "cpu_binding.h"
 #include "run_process.h"
 
 namespace hetrun::launcher {
@@ -41,6 +48,50 @@ TEST(ChildProcessTest, ExecFailuresMapTo126And127) {
   Result<pid_t> not_executable = SpawnProcess({{data}, {}});
   ASSERT_FALSE(not_executable.ok());
   EXPECT_EQ(ExitCodeForSpawnError(not_executable.status()), 126);
+}
+
+TEST(ChildProcessTest, ChildRunsOnTheGivenCpus) {
+  Result<std::vector<int>> allowed = AllowedCpus();
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  const int last = allowed->back();
+  testing::TempDir dir;
+  std::string out_path = dir.path() + "/out";
+  int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(out, 0);
+  SpawnSpec spec{{"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"},
+                 {{"PATH", "/usr/bin:/bin"}},
+                 out};
+  spec.cpus = {last};
+  Result<pid_t> pid = SpawnProcess(spec);
+  ::close(out);
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  int status = 0;
+  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
+  std::ifstream in(out_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "Cpus_allowed_list:\t" + std::to_string(last) + "\n");
+}
+
+TEST(ChildProcessTest, CpusTheChildMayNotUseAreAnInternalErrorNamingTheCall) {
+  Result<std::vector<int>> allowed = AllowedCpus();
+  ASSERT_TRUE(allowed.ok());
+  int outside = -1;  // a CPU number outside this process's mask, when there is one
+  for (int cpu = 0; cpu < CPU_SETSIZE && outside < 0; ++cpu) {
+    if (std::find(allowed->begin(), allowed->end(), cpu) == allowed->end()) outside = cpu;
+  }
+  ASSERT_GE(outside, 0);
+  SpawnSpec spec{{"/bin/true"}, {}};
+  spec.cpus = {outside};
+  Result<pid_t> pid = SpawnProcess(spec);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(ExitCodeForSpawnError(pid.status()), 70) << pid.status().ToString();
+  EXPECT_NE(pid.status().message().find("sched_setaffinity"), std::string::npos);
+
+  spec.cpus = {CPU_SETSIZE};
+  Result<pid_t> too_large = SpawnProcess(spec);
+  ASSERT_FALSE(too_large.ok());
+  EXPECT_EQ(too_large.status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
