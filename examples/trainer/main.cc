@@ -30,10 +30,10 @@
 namespace {
 
 struct Flags {
-  int64_t steps = 52;
+  int64_t steps = 82;
   int64_t window = 10;
   int64_t warmup = 2;  // steps before the first window: lazy init and allocator growth
-  int64_t batch = 96;
+  int64_t batch = 192;
   int64_t micro_batch = 32;
   int64_t min_share = 1;    // every rank keeps computing, so every rank keeps measuring
   double dead_band = 0.03;  // of the predicted step: below ~3x the noise of a window median here
