@@ -4,9 +4,16 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(cxxopts REQUIRED)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
-pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
+# zstd and lz4 (compressed fatbin payloads): header and library, searched in CMAKE_PREFIX_PATH
+# and the system, so a machine without pkg-config (the GPU image; tests/gpu/stage-deps.sh) works.
+foreach(_lib IN ITEMS zstd lz4)
+  string(TOUPPER ${_lib} _up)
+  find_path(HETRUN_${_up}_INCLUDE_DIR ${_lib}.h REQUIRED)
+  find_library(HETRUN_${_up}_LIBRARY ${_lib} REQUIRED)
+  add_library(hetrun::${_lib} UNKNOWN IMPORTED)
+  set_target_properties(hetrun::${_lib} PROPERTIES IMPORTED_LOCATION "${HETRUN_${_up}_LIBRARY}"
+                        INTERFACE_INCLUDE_DIRECTORIES "${HETRUN_${_up}_INCLUDE_DIR}")
+endforeach()
 # yaml-cpp: tests parse the Volcano manifests back and check them against the CRD's schema.
 if(HETRUN_BUILD_TESTS)
   find_package(yaml-cpp REQUIRED)

@@ -21,4 +21,19 @@ set +e
 rc=$?
 set -e
 [[ $rc == 64 ]] || { echo "an unknown argument exited $rc, expected 64"; exit 1; }
+set +e
+"$here/run.sh" --dry-run --out "$tmp/bad" --deps "$tmp/no-such-deps" >/dev/null 2>&1
+rc=$?
+set -e
+[[ $rc == 64 ]] || { echo "a --deps folder without usr/include exited $rc, expected 64"; exit 1; }
+
+# Staged dependencies are put first in CMAKE_PREFIX_PATH and recorded in the summary.
+mkdir -p "$tmp/deps/usr/include"
+echo "# staged by a test" >"$tmp/deps/STAGED"
+PYTHON=$python "$here/run.sh" --dry-run --out "$tmp/deps-out" --build-dir "$build" \
+  --deps "$tmp/deps" >"$tmp/stdout" 2>&1 || { echo "run.sh --deps exited $?:"; cat "$tmp/stdout"; exit 1; }
+grep -q -- "-DCMAKE_PREFIX_PATH=$tmp/deps/usr" "$tmp/stdout" ||
+  { echo "the configure command lacks the staged prefix:"; cat "$tmp/stdout"; exit 1; }
+grep -q '"deps_staged": "# staged by a test"' "$tmp/deps-out/summary.json" ||
+  { echo "summary.json lacks build.deps_staged:"; cat "$tmp/deps-out/summary.json"; exit 1; }
 echo "dry run: ok"

@@ -6,7 +6,7 @@
 # DIR/summary.json (per-step status and figures) and DIR/gpu-validation.log (all output).
 #
 #   tests/gpu/run.sh [--out DIR] [--dry-run] [--build-dir DIR] [--budget SECONDS] [--jobs N]
-#                    [--cmake-arg ARG]...
+#                    [--deps DIR] [--cmake-arg ARG]...
 #
 # --out        results folder (default: $OUT when set, else ./gpu-results)
 # --dry-run    no GPU needed: argument parsing, tool discovery, the commands that would run, the
@@ -15,11 +15,13 @@
 # --build-dir  build tree (default: SOURCE/build-gpu-validation; a dry run reuses it as is)
 # --budget     seconds for the whole run (default 480); every step's timeout is cut to fit
 # --jobs       build parallelism (default: nproc)
-# --cmake-arg  extra configure argument, e.g. -DCMAKE_PREFIX_PATH=/deps for carried dependencies
+# --deps       C++ dependencies staged by tests/gpu/stage-deps.sh (default: SOURCE/.gpu-deps when
+#              it exists); added to CMAKE_PREFIX_PATH
+# --cmake-arg  extra configure argument, e.g. -DCMAKE_CUDA_ARCHITECTURES=90-real
 # Exit: 0 every check passed (or was skipped), 1 a check failed, 64 usage error.
 set -uo pipefail
 
-usage() { sed -n '8,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '8,21p' "$0" | sed 's/^# \{0,1\}//'; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -29,6 +31,7 @@ build=""
 budget=480
 jobs=$(nproc 2>/dev/null || echo 4)
 cmake_args=()
+deps=""
 while (($#)); do
   case $1 in
     --out) out=${2:?--out needs a DIR}; shift 2 ;;
@@ -38,6 +41,8 @@ while (($#)); do
     --build-dir=*) build=${1#--build-dir=}; shift ;;
     --budget) budget=${2:?--budget needs SECONDS}; shift 2 ;;
     --jobs) jobs=${2:?--jobs needs N}; shift 2 ;;
+    --deps) deps=${2:?--deps needs a DIR}; shift 2 ;;
+    --deps=*) deps=${1#--deps=}; shift ;;
     --cmake-arg) cmake_args+=("${2:?--cmake-arg needs ARG}"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 64 ;;
@@ -50,6 +55,15 @@ if ! [[ $jobs =~ ^[0-9]+$ ]] || ((jobs < 1)); then
   echo "run.sh: --jobs must be a positive number, got '$jobs'" >&2; exit 64
 fi
 build=${build:-$src/build-gpu-validation}
+if [[ -n $deps ]]; then
+  [[ -d $deps/usr/include ]] || { echo "run.sh: --deps '$deps' has no usr/include (stage it with tests/gpu/stage-deps.sh)" >&2; exit 64; }
+elif [[ -d $src/.gpu-deps/usr/include ]]; then
+  deps=$src/.gpu-deps
+fi
+if [[ -n $deps ]]; then
+  deps=$(cd "$deps" && pwd)
+  cmake_args=("-DCMAKE_PREFIX_PATH=$deps/usr" "${cmake_args[@]}")
+fi
 mkdir -p "$out" || { echo "run.sh: cannot create --out '$out'" >&2; exit 64; }
 out=$(cd "$out" && pwd)
 ((dry_run)) || mkdir -p "$build" || { echo "run.sh: cannot create --build-dir '$build'" >&2; exit 64; }
@@ -185,6 +199,8 @@ configure=("${cmake:-cmake}" -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=R
 compile=("${cmake:-cmake}" --build "$build" -j "$jobs" --target "${targets[@]}")
 step_begin build
 fig build configure "${configure[*]}"
+fig build deps "${deps:-none (system packages)}"
+[[ -n $deps && -f $deps/STAGED ]] && fig build deps_staged "$(head -1 "$deps/STAGED")"
 fig build compile "${compile[*]}"
 if ((dry_run)); then
   echo "would run: ${configure[*]}"
