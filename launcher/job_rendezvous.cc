@@ -197,12 +197,21 @@ Status JobRendezvous::StartHeartbeat() {
   return Status::Ok();
 }
 
+void JobRendezvous::ArmSigterm() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (sigterm_armed_) return;
+  sigterm_armed_ = true;
+  if (options_.sigterm_on_peer_failure && peer_failure_ && kill(getpid(), SIGTERM) != 0) {
+    spdlog::warn("kill(self, SIGTERM): {}", std::strerror(errno));
+  }
+}
+
 void JobRendezvous::SetPeerFailure(Status status) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (peer_failure_) return;
   spdlog::error("{}", status.message());
   peer_failure_ = std::move(status);
-  if (options_.sigterm_on_peer_failure && kill(getpid(), SIGTERM) != 0) {
+  if (options_.sigterm_on_peer_failure && sigterm_armed_ && kill(getpid(), SIGTERM) != 0) {
     spdlog::warn("kill(self, SIGTERM): {}", std::strerror(errno));
   }
   if (event_fd_ >= 0) {

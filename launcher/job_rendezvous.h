@@ -36,6 +36,8 @@ struct RendezvousOptions {
   std::chrono::milliseconds peer_timeout{std::chrono::seconds(15)};
   /// On a peer failure, also send SIGTERM to this process, so the supervisor's signal loop stops
   /// the local workers at once (hetrun run); the caller then reports PeerFailure() (exit 75).
+  /// Only once ArmSigterm() was called: before the supervisor blocks SIGTERM, the signal would
+  /// kill hetrun by its default action.
   bool sigterm_on_peer_failure = false;
 };
 
@@ -70,6 +72,10 @@ class JobRendezvous {
   /// well.
   std::optional<Status> PeerFailure() const;
 
+  /// Called once the supervisor reads SIGTERM from its signalfd: from now on a peer failure sends
+  /// SIGTERM (with sigterm_on_peer_failure), and one seen before is sent now.
+  void ArmSigterm();
+
   /// A file descriptor that becomes readable when PeerFailure() is set (for a poll loop).
   int peer_failure_fd() const { return event_fd_; }
 
@@ -94,6 +100,7 @@ class JobRendezvous {
   std::optional<Status> peer_failure_;
   std::vector<bool> peer_done_;  ///< guarded by mutex_: peers that published exit 0
   bool claimed_ = false;         ///< this launcher holds its node rank (Join claimed it)
+  bool sigterm_armed_ = false;   ///< guarded by mutex_: see ArmSigterm
 };
 
 /// "ok" or "<code number> <message>", for rdzv/done.

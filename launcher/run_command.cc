@@ -16,6 +16,7 @@
 #include "hetrun/units.h"
 #include "options.h"
 #include "preflight.h"
+#include "stage_env.h"
 #include "supervisor.h"
 #include "termination_log.h"
 #include "topology_inputs.h"
@@ -200,6 +201,17 @@ Result<int> RunRunCommand(const CommandContext& context) {
                           Preflight(topology, inventory, preflight_options, context.env, command));
   HETRUN_ASSIGN_OR_RETURN(std::vector<std::vector<int>> worker_cpus,
                           WorkerCpus(cpu_bind, topology, local_workers));
+  std::optional<int> task_index;
+  if (topology.task_index) task_index = topology.task_index->value;
+  HETRUN_ASSIGN_OR_RETURN(PodStage pod_stage, PodStageVariables(context.env, task_index));
+  std::map<std::string, std::string>& stage_vars = pod_stage.vars;
+  if (!stage_vars.empty()) {
+    spdlog::info("pipeline stage {} (entry {} of HETRUN_STAGE={}){}", stage_vars["HETRUN_STAGE"],
+                 pod_stage.task_index, context.env.Get("HETRUN_STAGE").value_or(""),
+                 stage_vars.contains("HETRUN_STAGE_LAYERS")
+                     ? ", layers " + stage_vars["HETRUN_STAGE_LAYERS"]
+                     : std::string());
+  }
 
   WorkerEnvOptions env_options;
   env_options.max_restarts = supervision.max_restarts;
@@ -214,11 +226,21 @@ Result<int> RunRunCommand(const CommandContext& context) {
       HETRUN_ASSIGN_OR_RETURN(auto additions,
                               preflight.WorkerAdditions(context.env, topology.local_ranks[i]));
       for (auto& [name, value] : additions) env[name] = value;
+      for (const auto& [name, value] : stage_vars) env[name] = value;
       workers.push_back(
           {topology.ranks[i], topology.local_ranks[i], std::move(env), worker_cpus[i]});
     }
     return workers;
   };
+  if (preflight.rendezvous) {
+    // A peer already lost: no worker starts (exit 75). One lost later reaches the supervisor as
+    // SIGTERM once it reads signals from its signalfd (one lost in between is sent then).
+    if (std::optional<Status> peer = preflight.rendezvous->PeerFailure()) {
+      preflight.rendezvous->Finish(kExitTransient);
+      return *peer;
+    }
+    supervision.on_signals_ready = [&preflight] { preflight.rendezvous->ArmSigterm(); };
+  }
   Result<SupervisorOutcome> supervised = Supervise(supervision, specs);
   if (preflight.rendezvous) {
     // A lost peer node stops this node's workers (JobRendezvous raises SIGTERM): report it as the

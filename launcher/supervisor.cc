@@ -471,6 +471,7 @@ Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const Work
     }
   }
   HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<SignalSet> signals, SignalSet::Install());
+  if (options.on_signals_ready) options.on_signals_ready();
   bool reaper = BecomeReaper();
   std::unique_ptr<HeartbeatDir> heartbeats;
   if (options.hang_timeout.count() > 0) {

@@ -42,6 +42,9 @@ struct SupervisorOptions {
   int console_out = STDOUT_FILENO;
   int console_err = STDERR_FILENO;
   size_t tail_lines = 20;  ///< stderr lines kept for the termination log
+  /// Called once hetrun's shutdown signals are blocked and read from the signalfd, before the
+  /// first worker starts (hetrun run arms the rendezvous' SIGTERM on peer failure here).
+  std::function<void()> on_signals_ready;
 };
 
 /// The workers of one attempt; `restart_count` is 0 for the first.

@@ -104,6 +104,27 @@ TEST(RunOutputTest, BadCpuBindIsAUsageErrorAndBadEnvironmentAConfigError) {
       << from_env.err();
 }
 
+TEST(RunOutputTest, APlanStageListIsNarrowedToThePodsEntry) {
+  TempDir dir;
+  std::map<std::string, std::string> env = HetrunEnv(dir.path());
+  env["VC_TASK_INDEX"] = "2";
+  env["HETRUN_STAGE"] = "1,2,3,4";
+  env["HETRUN_STAGE_LAYERS"] = "4:14,18:14,32:14,46:14";
+  HetrunProcess run({"run", "--nproc-per-node", "2", "--tee", "--", "/bin/sh", "-c",
+                     "echo stage=$HETRUN_STAGE layers=$HETRUN_STAGE_LAYERS"},
+                    env, dir.path());
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_TRUE(Contains(run.out(), "[rank 0] stage=3 layers=32:14\n")) << run.out();
+  EXPECT_TRUE(Contains(run.out(), "[rank 1] stage=3 layers=32:14\n")) << run.out();
+  EXPECT_TRUE(Contains(run.err(), "pipeline stage 3 (entry 2 of HETRUN_STAGE=1,2,3,4)"))
+      << run.err();
+
+  env.erase("VC_TASK_INDEX");
+  HetrunProcess unknown({"run", "--nproc-per-node", "1", "--", "/bin/true"}, env, dir.path());
+  EXPECT_EQ(unknown.Wait(), 78);
+  EXPECT_TRUE(Contains(unknown.err(), "set VC_TASK_INDEX")) << unknown.err();
+}
+
 TEST(RunOutputTest, LogDirKeepsOneFilePerRank) {
   TempDir dir;
   std::string logs = dir.path() + "/logs";

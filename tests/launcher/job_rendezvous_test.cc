@@ -2,6 +2,7 @@
 #include "job_rendezvous.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <condition_variable>
 #include <map>
@@ -228,6 +229,46 @@ TEST(JobRendezvousTest, LostStoreIsAPeerFailure) {
   std::this_thread::sleep_for(200ms);
   ASSERT_TRUE(b.PeerFailure().has_value());
   EXPECT_NE(b.PeerFailure()->message().find("lost the rendezvous store"), std::string::npos);
+}
+
+// SIGTERM on a peer failure waits for ArmSigterm (before it, the signal would kill hetrun by its
+// default action); a failure seen before arming is sent at arming. SIGTERM stays blocked here
+// (in every thread: the heartbeat threads inherit the mask), so it stays pending to be checked.
+TEST(JobRendezvousTest, SigtermOnPeerFailureWaitsUntilArmed) {
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &term, &old), 0);
+  auto pending = [] {
+    sigset_t set;
+    sigpending(&set);
+    return sigismember(&set, SIGTERM) == 1;
+  };
+  ASSERT_FALSE(pending());
+  auto state = std::make_shared<SharedState>();
+  RendezvousOptions options = Options(1, 2);
+  options.sigterm_on_peer_failure = true;
+  {
+    JobRendezvous b(std::make_unique<InMemoryStore>(state), options);
+    ASSERT_TRUE(b.StartHeartbeat().ok());
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->down = true;
+    }
+    auto start = std::chrono::steady_clock::now();
+    while (!b.PeerFailure() && std::chrono::steady_clock::now() - start < 5s) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(b.PeerFailure().has_value());
+    EXPECT_FALSE(pending()) << "SIGTERM sent before ArmSigterm";
+    b.ArmSigterm();
+    EXPECT_TRUE(pending()) << "a failure seen before arming is sent at arming";
+  }
+  int received = 0;
+  const timespec now{0, 0};
+  received = sigtimedwait(&term, nullptr, &now);  // consume it
+  EXPECT_EQ(received, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &old, nullptr), 0);
 }
 
 TEST(JobRendezvousTest, StatusEncodingRoundTrips) {
