@@ -127,10 +127,12 @@ run_for() {
 free_port() {
   "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-# One-rank runtime environment (worker_identity.h), as `hetrun run` would give a single worker.
+# One-rank runtime environment (worker_identity.h), as `hetrun run` would give a single worker:
+# sets RANK_ENV, an `env ...` prefix for a command (run_for runs it under timeout, which cannot
+# call a shell function).
 rank_env() {
-  env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
-    MASTER_PORT="$(free_port)" "$@"
+  RANK_ENV=(env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1
+            "MASTER_PORT=$(free_port)")
 }
 skip_gpu() { step_begin "$1"; step_end "skipped (dry run)" "${2:-needs a GPU}"; }
 
@@ -384,7 +386,8 @@ else
   if [[ -z $checker ]]; then
     fail "gpu_memory_cap_check was not built"
   else
-    run_for 90 "$work/mem.txt" rank_env HETRUN_MEMORY_CEILING_BYTES=$((8 * gib)) \
+    rank_env
+    run_for 90 "$work/mem.txt" "${RANK_ENV[@]}" HETRUN_MEMORY_CEILING_BYTES=$((8 * gib)) \
       "$checker" $((6 * gib)) $((10 * gib))
     rc=$?
     figs_from memory "$work/mem.txt"
@@ -406,7 +409,8 @@ else
   if [[ -z $nccl_bin ]]; then
     fail "gpu_nccl_check was not built"
   else
-    run_for 90 "$work/nccl.txt" rank_env "$nccl_bin" 200 || fail "gpu_nccl_check failed"
+    rank_env
+    run_for 90 "$work/nccl.txt" "${RANK_ENV[@]}" "$nccl_bin" 200 || fail "gpu_nccl_check failed"
     figs_from nccl "$work/nccl.txt"
     [[ $(kv backend "$work/nccl.txt") == nccl ]] || fail "the runtime did not choose NCCL"
     gather_us=$(kv allgather_event_us_median "$work/nccl.txt")
@@ -425,7 +429,8 @@ else
     fail "hetrun_trainer was not built"
   else
     t0=$(date +%s.%N)
-    run_for 150 "$work/trainer.txt" rank_env "$trainer" --steps $steps --window $window \
+    rank_env
+    run_for 150 "$work/trainer.txt" "${RANK_ENV[@]}" "$trainer" --steps $steps --window $window \
       --batch $batch --summary "$work/trainer.summary" || fail "hetrun_trainer failed"
     fig trainer wall_s "$("$python" -c "import time; print(round(time.time() - $t0, 2))")"
     if [[ -f $work/trainer.summary ]]; then
