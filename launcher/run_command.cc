@@ -197,8 +197,7 @@ Result<int> RunRunCommand(const CommandContext& context) {
                           DeclaredInventory(context.env, topology_options.fake_gpus));
   HETRUN_ASSIGN_OR_RETURN(PreflightOptions preflight_options,
                           ReadPreflightOptions(parsed, context.env));
-  HETRUN_ASSIGN_OR_RETURN(PreflightResult preflight,
-                          Preflight(topology, inventory, preflight_options, context.env, command));
+  // Local settings are checked before the preflight, which may join the other nodes.
   HETRUN_ASSIGN_OR_RETURN(std::vector<std::vector<int>> worker_cpus,
                           WorkerCpus(cpu_bind, topology, local_workers));
   std::optional<int> task_index;
@@ -212,6 +211,8 @@ Result<int> RunRunCommand(const CommandContext& context) {
                      ? ", layers " + stage_vars["HETRUN_STAGE_LAYERS"]
                      : std::string());
   }
+  HETRUN_ASSIGN_OR_RETURN(PreflightResult preflight,
+                          Preflight(topology, inventory, preflight_options, context.env, command));
 
   WorkerEnvOptions env_options;
   env_options.max_restarts = supervision.max_restarts;
