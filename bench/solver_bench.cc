@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "hetrun/tuner.h"
+#include "hetrun/tuner/solver.h"
 #include "hetrun/tuner/random.h"
 
 namespace {

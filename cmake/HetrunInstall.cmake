@@ -32,8 +32,8 @@ if(TARGET hetrun_rendezvous)
 endif()
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/runtime/include/hetrun"
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
-install(FILES "${PROJECT_BINARY_DIR}/runtime/include/hetrun/version.h"
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hetrun)
+install(FILES "${PROJECT_BINARY_DIR}/runtime/include/hetrun/base/version.h"
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hetrun/base)
 if(TARGET hetrun_torch)
   install(DIRECTORY "${PROJECT_SOURCE_DIR}/runtime/torch/include/hetrun"
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")

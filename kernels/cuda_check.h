@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "hetrun/status.h"
+#include "hetrun/base/status.h"
 
 namespace hetrun::kernels {
 

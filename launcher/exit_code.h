@@ -1,7 +1,7 @@
 // The exit-code contract (ARCHITECTURE.md §4.3): Volcano policies key on these numbers.
 #pragma once
 
-#include "hetrun/status.h"
+#include "hetrun/base/status.h"
 
 namespace hetrun::launcher {
 

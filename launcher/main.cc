@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "command.h"
+#include "commands/command.h"
 #include "exit_code.h"
-#include "global_options.h"
-#include "hetrun/env.h"
-#include "hetrun/logging.h"
-#include "termination_log.h"
+#include "commands/global_options.h"
+#include "hetrun/base/env.h"
+#include "hetrun/base/logging.h"
+#include "supervise/termination_log.h"
 
 namespace {
 

@@ -1,10 +1,10 @@
-// libhetrun_rendezvous.so: launcher/rendezvous_api.h's Store over libtorch's c10d::TCPStore.
+// libhetrun_rendezvous.so: launcher/rendezvous/rendezvous_api.h's Store over libtorch's c10d::TCPStore.
 // Every c10 exception is caught here: none crosses into the launcher.
 #include <exception>
 #include <string>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "rendezvous_api.h"
+#include "rendezvous/rendezvous_api.h"
 
 namespace hetrun::launcher {
 namespace {

@@ -1,10 +1,10 @@
-#include "hetrun/compat.h"
+#include "hetrun/arch/compat.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 
 namespace hetrun::arch {
 namespace {

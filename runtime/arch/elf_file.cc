@@ -1,4 +1,4 @@
-#include "hetrun/elf_file.h"
+#include "hetrun/arch/elf_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

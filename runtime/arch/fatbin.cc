@@ -1,4 +1,4 @@
-#include "hetrun/fatbin.h"
+#include "hetrun/arch/fatbin.h"
 
 #include <fmt/format.h>
 

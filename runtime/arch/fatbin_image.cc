@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "arch/byte_reader.h"
-#include "hetrun/fatbin.h"
+#include "hetrun/arch/fatbin.h"
 
 namespace hetrun::arch {
 

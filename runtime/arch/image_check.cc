@@ -1,4 +1,4 @@
-#include "hetrun/image_check.h"
+#include "hetrun/arch/image_check.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>

@@ -1,9 +1,9 @@
-#include "hetrun/env.h"
+#include "hetrun/base/env.h"
 
 #include <cassert>
 #include <sstream>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 
 extern char** environ;  // NOLINT: POSIX; read only in Environment::FromProcess().
 

@@ -1,4 +1,4 @@
-#include "hetrun/log_line.h"
+#include "hetrun/base/log_line.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-#include "hetrun/logging.h"
+#include "hetrun/base/logging.h"
 
 #include <spdlog/formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>

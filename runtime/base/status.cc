@@ -1,4 +1,4 @@
-#include "hetrun/status.h"
+#include "hetrun/base/status.h"
 
 #include <cerrno>
 #include <cstring>

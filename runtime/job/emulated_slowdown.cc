@@ -1,9 +1,9 @@
-#include "hetrun/emulated_slowdown.h"
+#include "hetrun/job/emulated_slowdown.h"
 
 #include <cmath>
 #include <string>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 
 namespace hetrun {
 namespace {

@@ -1,4 +1,4 @@
-#include "hetrun/group_layout.h"
+#include "hetrun/job/group_layout.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "hetrun/heartbeat.h"
+#include "hetrun/job/heartbeat.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

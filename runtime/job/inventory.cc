@@ -1,6 +1,6 @@
-#include "hetrun/inventory.h"
+#include "hetrun/job/inventory.h"
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 
 namespace hetrun {
 namespace {

@@ -1,4 +1,4 @@
-#include "hetrun/node_record.h"
+#include "hetrun/job/node_record.h"
 
 #include <algorithm>
 #include <map>

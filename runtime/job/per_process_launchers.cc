@@ -10,7 +10,7 @@
 // --node-rank) takes precedence over it.
 #include <string>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 #include "job/topology_internal.h"
 
 namespace hetrun::topology_internal {

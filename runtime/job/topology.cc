@@ -2,14 +2,14 @@
 // highest precedence (ARCHITECTURE.md §4.1) wins, and every lower one that differs is recorded
 // as an override. Conventions are read in their own files (per_process_launchers.cc,
 // volcano_tasks.cc); Kubeflow, the Volcano pytorch plugin, HETRUN_* and flags are read here.
-#include "hetrun/topology.h"
+#include "hetrun/job/topology.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <string>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 #include "job/topology_internal.h"
 
 namespace hetrun {

@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "hetrun/env.h"
-#include "hetrun/status.h"
-#include "hetrun/topology.h"
-#include "hetrun/units.h"
+#include "hetrun/base/env.h"
+#include "hetrun/base/status.h"
+#include "hetrun/job/topology.h"
+#include "hetrun/base/units.h"
 
 namespace hetrun::topology_internal {
 

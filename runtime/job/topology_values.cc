@@ -2,7 +2,7 @@
 // its value as shown safely, and where it came from.
 #include <string>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 #include "job/topology_internal.h"
 
 namespace hetrun::topology_internal {

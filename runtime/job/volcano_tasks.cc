@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 #include "job/topology_internal.h"
 
 namespace hetrun::topology_internal {

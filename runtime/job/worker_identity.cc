@@ -1,8 +1,8 @@
-#include "hetrun/worker_identity.h"
+#include "hetrun/job/worker_identity.h"
 
 #include <optional>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 
 namespace hetrun {
 namespace {

@@ -1,9 +1,9 @@
-#include "hetrun/alloc_conf.h"
+#include "hetrun/memory/alloc_conf.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 
 namespace hetrun::memory {
 namespace {

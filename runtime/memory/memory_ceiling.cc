@@ -1,8 +1,8 @@
-#include "hetrun/memory_ceiling.h"
+#include "hetrun/memory/memory_ceiling.h"
 
 #include <algorithm>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 
 namespace hetrun::memory {
 namespace {

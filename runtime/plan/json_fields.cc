@@ -7,7 +7,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 
 namespace hetrun::plan::internal {
 namespace {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hetrun/status.h"
+#include "hetrun/base/status.h"
 
 namespace hetrun::plan::internal {
 

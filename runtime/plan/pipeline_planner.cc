@@ -1,11 +1,11 @@
-#include "hetrun/pipeline_planner.h"
+#include "hetrun/plan/pipeline_planner.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 
 namespace hetrun::plan {
 namespace {

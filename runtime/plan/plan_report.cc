@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "hetrun/pipeline_planner.h"
+#include "hetrun/plan/pipeline_planner.h"
 
 namespace hetrun::plan {
 namespace {

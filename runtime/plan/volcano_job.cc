@@ -1,4 +1,4 @@
-#include "hetrun/volcano_job.h"
+#include "hetrun/plan/volcano_job.h"
 
 #include <cstdio>
 #include <map>

@@ -7,7 +7,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "hetrun/status.h"
+#include "hetrun/base/status.h"
 
 namespace hetrun::internal {
 

@@ -1,4 +1,4 @@
-// Exact integer min-max split of a batch over ranks with linear costs (hetrun/tuner.h).
+// Exact integer min-max split of a batch over ranks with linear costs (hetrun/tuner/solver.h).
 //
 // Let v(r, k) = a_r + c_r * k for 1 <= k <= cap_r: the time of rank r once it holds k samples.
 // Every rank pays at least a_r, and for any threshold T the most samples rank r can hold without
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrun/tuner.h"
+#include "hetrun/tuner/solver.h"
 
 namespace hetrun::tuner {
 namespace {

@@ -6,9 +6,9 @@
 #include <span>
 #include <vector>
 
-#include "hetrun/compat.h"
-#include "hetrun/elf_file.h"
-#include "hetrun/fatbin.h"
+#include "hetrun/arch/compat.h"
+#include "hetrun/arch/elf_file.h"
+#include "hetrun/arch/fatbin.h"
 
 namespace {
 

@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string_view>
 
-#include "hetrun/cluster_spec.h"
-#include "hetrun/model_spec.h"
-#include "hetrun/pipeline_planner.h"
-#include "hetrun/volcano_job.h"
+#include "hetrun/plan/cluster_spec.h"
+#include "hetrun/plan/model_spec.h"
+#include "hetrun/plan/pipeline_planner.h"
+#include "hetrun/plan/volcano_job.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "hetrun/topology.h"
+#include "hetrun/job/topology.h"
 
 namespace {
 

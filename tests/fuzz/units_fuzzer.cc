@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "hetrun/env.h"
-#include "hetrun/units.h"
+#include "hetrun/base/env.h"
+#include "hetrun/base/units.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

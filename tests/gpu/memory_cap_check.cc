@@ -8,9 +8,9 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/util/Exception.h>
 #include <cuda_runtime_api.h>
-#include <hetrun/env.h>
+#include <hetrun/base/env.h>
 #include <hetrun/runtime.h>
-#include <hetrun/units.h>
+#include <hetrun/base/units.h>
 #include <torch/torch.h>
 
 #include <cstdio>

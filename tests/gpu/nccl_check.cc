@@ -9,7 +9,7 @@
 //   gpu_nccl_check [ITERATIONS]
 #include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime_api.h>
-#include <hetrun/env.h>
+#include <hetrun/base/env.h>
 #include <hetrun/runtime.h>
 #include <hetrun/tuner_loop.h>
 

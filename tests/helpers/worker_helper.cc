@@ -26,8 +26,8 @@
 
 #include <string>
 
-#include "hetrun/env.h"
-#include "hetrun/heartbeat.h"
+#include "hetrun/base/env.h"
+#include "hetrun/job/heartbeat.h"
 
 namespace {
 

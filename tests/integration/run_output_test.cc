@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "cpu_binding.h"
+#include "supervise/cpu_binding.h"
 #include "run_harness.h"
 
 namespace hetrun {

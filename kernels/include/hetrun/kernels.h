@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "hetrun/status.h"
+#include "hetrun/base/status.h"
 
 namespace hetrun::kernels {
 

@@ -1,8 +1,8 @@
 // Uses the installed public headers and libraries; prints what it found and exits 0 when sane.
-#include <hetrun/env.h>
-#include <hetrun/status.h>
-#include <hetrun/units.h>
-#include <hetrun/version.h>
+#include <hetrun/base/env.h>
+#include <hetrun/base/status.h>
+#include <hetrun/base/units.h>
+#include <hetrun/base/version.h>
 
 #include <cstdio>
 

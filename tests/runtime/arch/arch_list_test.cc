@@ -1,4 +1,4 @@
-#include "hetrun/arch_list.h"
+#include "hetrun/arch/arch_list.h"
 
 #include <gtest/gtest.h>
 

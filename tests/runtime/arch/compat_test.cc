@@ -1,4 +1,4 @@
-#include "hetrun/compat.h"
+#include "hetrun/arch/compat.h"
 
 #include <gtest/gtest.h>
 

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <vector>
 
-#include "hetrun/compat.h"
-#include "hetrun/elf_file.h"
-#include "hetrun/fatbin.h"
+#include "hetrun/arch/compat.h"
+#include "hetrun/arch/elf_file.h"
+#include "hetrun/arch/fatbin.h"
 
 namespace hetrun::arch {
 namespace {

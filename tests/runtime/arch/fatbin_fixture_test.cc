@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "hetrun/compat.h"
-#include "hetrun/fatbin.h"
-#include "hetrun/image_check.h"
+#include "hetrun/arch/compat.h"
+#include "hetrun/arch/fatbin.h"
+#include "hetrun/arch/image_check.h"
 
 namespace hetrun::arch {
 namespace {

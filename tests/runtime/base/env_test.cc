@@ -1,4 +1,4 @@
-#include "hetrun/env.h"
+#include "hetrun/base/env.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "hetrun/logging.h"
+#include "hetrun/base/logging.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "hetrun/units.h"
+#include "hetrun/base/units.h"
 
 #include <gtest/gtest.h>
 

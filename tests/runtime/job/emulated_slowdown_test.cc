@@ -1,4 +1,4 @@
-#include "hetrun/emulated_slowdown.h"
+#include "hetrun/job/emulated_slowdown.h"
 
 #include <gtest/gtest.h>
 

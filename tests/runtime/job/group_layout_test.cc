@@ -1,4 +1,4 @@
-#include "hetrun/group_layout.h"
+#include "hetrun/job/group_layout.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "hetrun/heartbeat.h"
+#include "hetrun/job/heartbeat.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "hetrun/inventory.h"
+#include "hetrun/job/inventory.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Table-driven tests of ResolveTopology, built from what each convention injects
 // (reference/env_contracts.md): Volcano pytorch / svc / env plugins, Kubeflow PyTorchJob,
 // Open MPI, MPICH, Slurm, HETRUN_* and flags, and their precedence.
-#include "hetrun/topology.h"
+#include "hetrun/job/topology.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "hetrun/worker_identity.h"
+#include "hetrun/job/worker_identity.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-#include "hetrun/memory_ceiling.h"
+#include "hetrun/memory/memory_ceiling.h"
 
 #include <gtest/gtest.h>
 
-#include "hetrun/alloc_conf.h"
+#include "hetrun/memory/alloc_conf.h"
 
 namespace hetrun::memory {
 namespace {

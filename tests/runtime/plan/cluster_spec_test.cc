@@ -1,4 +1,4 @@
-#include "hetrun/cluster_spec.h"
+#include "hetrun/plan/cluster_spec.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "hetrun/model_spec.h"
+#include "hetrun/plan/model_spec.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "hetrun/pipeline_planner.h"
+#include "hetrun/plan/pipeline_planner.h"
 
 #include <gtest/gtest.h>
 

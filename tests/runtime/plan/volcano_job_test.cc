@@ -1,6 +1,6 @@
 // The Volcano manifests hetrun writes, and the ones in examples/volcano/, parsed back with
 // yaml-cpp and checked against the Volcano Job CRD's schema and the admission webhook's rules.
-#include "hetrun/volcano_job.h"
+#include "hetrun/plan/volcano_job.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "hetrun/cluster_spec.h"
-#include "hetrun/model_spec.h"
+#include "hetrun/plan/cluster_spec.h"
+#include "hetrun/plan/model_spec.h"
 #include "openapi_validator.h"
 #include "run_process.h"
 #include "yaml_json.h"

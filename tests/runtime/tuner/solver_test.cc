@@ -7,7 +7,7 @@
 #include <functional>
 #include <numeric>
 
-#include "hetrun/tuner.h"
+#include "hetrun/tuner/solver.h"
 #include "hetrun/tuner/random.h"
 
 namespace hetrun::tuner {

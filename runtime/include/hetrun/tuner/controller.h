@@ -18,8 +18,8 @@
 #include <span>
 #include <vector>
 
-#include "hetrun/status.h"
-#include "hetrun/tuner.h"
+#include "hetrun/base/status.h"
+#include "hetrun/tuner/solver.h"
 #include "hetrun/tuner/cost_model.h"
 
 namespace hetrun::tuner {

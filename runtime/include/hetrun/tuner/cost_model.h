@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "hetrun/status.h"
+#include "hetrun/base/status.h"
 
 namespace hetrun::tuner {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hetrun/status.h"
+#include "hetrun/base/status.h"
 #include "hetrun/tuner/controller.h"
 #include "hetrun/tuner/micro_batch.h"
 #include "hetrun/tuner/scenario.h"

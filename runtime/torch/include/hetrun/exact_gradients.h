@@ -10,7 +10,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <vector>
 
-#include "hetrun/status.h"
+#include "hetrun/base/status.h"
 
 namespace hetrun {
 

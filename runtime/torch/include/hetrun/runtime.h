@@ -23,10 +23,10 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
-#include "hetrun/env.h"
-#include "hetrun/group_layout.h"
-#include "hetrun/status.h"
-#include "hetrun/worker_identity.h"
+#include "hetrun/base/env.h"
+#include "hetrun/job/group_layout.h"
+#include "hetrun/base/status.h"
+#include "hetrun/job/worker_identity.h"
 
 namespace hetrun {
 

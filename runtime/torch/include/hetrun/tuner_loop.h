@@ -16,7 +16,7 @@
 
 #include "hetrun/runtime.h"
 #include "hetrun/step_timer.h"
-#include "hetrun/tuner.h"
+#include "hetrun/tuner/solver.h"
 #include "hetrun/tuner/controller.h"
 #include "hetrun/tuner/micro_batch.h"
 

@@ -1,0 +1,120 @@
+#include "commands/command.h"
+
+#include <algorithm>
+#include <ostream>
+#include <sstream>
+
+#include "exit_code.h"
+#include "hetrun/base/version.h"
+
+namespace hetrun::launcher {
+namespace {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+const Subcommand* FindSubcommand(std::string_view name) {
+  for (const Subcommand& sub : Subcommands()) {
+    if (sub.name == name) return &sub;
+  }
+  return nullptr;
+}
+
+std::string_view SuggestSubcommand(std::string_view name) {
+  std::string_view best;
+  size_t best_distance = 3;
+  for (const Subcommand& sub : Subcommands()) {
+    size_t d = EditDistance(name.substr(0, 64), sub.name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = sub.name;
+    }
+  }
+  return best;
+}
+
+std::string MainHelp() {
+  std::ostringstream out;
+  out << "hetrun " HETRUN_VERSION_STRING
+         " - launcher and runtime for training jobs on mixed-generation GPU clusters\n\n"
+         "Usage:\n"
+         "  hetrun [GLOBAL OPTIONS] SUBCOMMAND [OPTIONS] [ARGS...]\n"
+         "  hetrun SUBCOMMAND --help        options of one subcommand\n\n"
+         "Subcommands:\n";
+  for (const Subcommand& sub : Subcommands()) {
+    std::string name(sub.name);
+    out << "  " << name << std::string(name.size() < 12 ? 12 - name.size() : 1, ' ') << sub.summary
+        << "\n";
+  }
+  out << "\nGlobal options (anywhere before a lone --):\n"
+         "  --log-format text|json   log lines as '[hetrun node N rank R] ...' or JSON objects\n"
+         "  --log-level LEVEL        trace, debug, info, warn, error or off\n"
+         "  -h, --help               this text\n"
+         "  --version                print the version\n\n"
+         "Exit codes:\n"
+         "  0        every worker succeeded\n"
+         "  1-63     a worker's own exit code, passed through (the first worker to fail)\n"
+         "  64       usage error (bad flags)\n"
+         "  70       internal error in hetrun\n"
+         "  75       transient: peer lost, rendezvous timeout, hang, collective timeout\n"
+         "  78       configuration error (bad or inconsistent environment, unreadable file)\n"
+         "  80       kernel-image / GPU architecture mismatch found by preflight\n"
+         "  81       GPU memory: the ceiling does not fit, or a worker ran out of memory\n"
+         "  126/127  worker command not executable / not found\n"
+         "  128+N    a worker (or hetrun) was killed by signal N\n\n"
+         "Environment variables:\n"
+      << EnvVarTableText();
+  return out.str();
+}
+
+Result<int> Dispatch(const std::vector<std::string>& args, const Environment& env,
+                     std::ostream& out, std::ostream& err) {
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    if (args.size() >= 2 && args[0] == "help") {
+      if (const Subcommand* sub = FindSubcommand(args[1])) {
+        CommandContext context{{"--help"}, env, out, err};
+        return sub->run(context);
+      }
+    }
+    out << MainHelp();
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  if (args[0] == "--version" || args[0] == "-V") {
+    out << "hetrun " HETRUN_VERSION_STRING "\n";
+    return kExitOk;
+  }
+  const Subcommand* sub = FindSubcommand(args[0]);
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (sub == nullptr) {
+    // `run` is the default subcommand: `hetrun --nproc-per-node 2 -- cmd` means `hetrun run ...`.
+    const Subcommand* run = FindSubcommand("run");
+    if (run != nullptr && (args[0].rfind("-", 0) == 0)) {
+      sub = run;
+      rest = args;
+    } else {
+      std::string message = "unknown subcommand '" + args[0].substr(0, 64) + "'";
+      std::string_view suggestion = SuggestSubcommand(args[0]);
+      if (!suggestion.empty()) message += " (did you mean '" + std::string(suggestion) + "'?)";
+      message += "; see hetrun --help";
+      return UsageError(message);
+    }
+  }
+  CommandContext context{std::move(rest), env, out, err};
+  return sub->run(context);
+}
+
+}  // namespace hetrun::launcher

@@ -1,0 +1,31 @@
+#include "commands/options.h"
+
+namespace hetrun::launcher {
+
+Result<cxxopts::ParseResult> ParseOptions(cxxopts::Options& options,
+                                          const std::vector<std::string>& args,
+                                          std::vector<std::string>* rest) {
+  std::vector<std::string> own;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    if (args[i] == "--") break;
+    own.push_back(args[i]);
+  }
+  if (rest != nullptr) {
+    rest->clear();
+    if (i < args.size()) rest->assign(args.begin() + static_cast<long>(i) + 1, args.end());
+  } else if (i < args.size()) {
+    return UsageError("unexpected '--': " + options.program() + " takes no command");
+  }
+  std::vector<const char*> argv;
+  std::string program = options.program();
+  argv.push_back(program.c_str());
+  for (const std::string& arg : own) argv.push_back(arg.c_str());
+  try {
+    return options.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const cxxopts::exceptions::exception& e) {
+    return UsageError(options.program() + ": " + e.what());
+  }
+}
+
+}  // namespace hetrun::launcher

@@ -1,0 +1,152 @@
+// `hetrun plan --cluster FILE --model FILE [--json] [--compare-split N,N,...]
+//              [--emit volcano [--strict-homogeneous] [--output FILE]]`:
+// the layer split of a pipeline over mixed GPU stages that minimises the slowest stage, its 1F1B
+// figures next to an even split (and a hand split), and the matching Volcano Job.
+#include <cerrno>
+#include <cxxopts.hpp>
+#include <fstream>
+#include <optional>
+#include <ostream>
+
+#include "commands/command.h"
+#include "exit_code.h"
+#include "hetrun/plan/cluster_spec.h"
+#include "hetrun/plan/model_spec.h"
+#include "hetrun/plan/pipeline_planner.h"
+#include "hetrun/plan/volcano_job.h"
+#include "commands/options.h"
+
+namespace hetrun::launcher {
+namespace {
+
+Status WriteOutput(const std::string& path, const std::string& text, std::ostream& out) {
+  if (path.empty() || path == "-") {
+    out << text;
+    return Status::Ok();
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) return ErrnoError("open", path, errno);
+  file << text;
+  file.close();
+  if (!file) return ErrnoError("write", path, errno);
+  return Status::Ok();
+}
+
+// Volcano names pods <job>-<task>-<index>; Kubernetes needs that to be a label (<= 63).
+Status CheckPodNames(const plan::ClusterSpec& cluster) {
+  for (const plan::StageSlot& slot : cluster.stages) {
+    std::string pod = cluster.job_name + "-" + slot.task + "-" + std::to_string(slot.task_index);
+    if (pod.size() > 63) {
+      return InvalidArgumentError("pod name '" + pod +
+                                  "' is longer than 63 characters: shorten "
+                                  "the job name (--name) or the task name");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ApplyJobFlags(const cxxopts::ParseResult& parsed, plan::ClusterSpec* cluster) {
+  if (parsed.count("name")) {
+    std::string name = parsed["name"].as<std::string>();
+    if (!plan::IsDnsLabel(name)) {
+      return UsageError("--name '" + name +
+                        "' must be an RFC 1123 label (lower-case, digits, '-')");
+    }
+    cluster->job_name = name;
+  }
+  if (parsed.count("namespace")) {
+    std::string ns = parsed["namespace"].as<std::string>();
+    if (!plan::IsDnsLabel(ns))
+      return UsageError("--namespace '" + ns + "' must be an RFC 1123 label");
+    cluster->namespace_name = ns;
+  }
+  if (parsed.count("queue")) cluster->queue = parsed["queue"].as<std::string>();
+  if (parsed.count("image")) cluster->image = parsed["image"].as<std::string>();
+  return CheckPodNames(*cluster);
+}
+
+}  // namespace
+
+Result<int> RunPlanCommand(const CommandContext& context) {
+  cxxopts::Options options(
+      "hetrun plan",
+      "Split a model's layers over pipeline stages on mixed GPU generations: the split that "
+      "minimises the slowest stage (exact), its 1F1B iteration time and bubble, next to an even "
+      "split; optionally the Volcano Job that runs it.");
+  options.add_options()("cluster", "cluster JSON: stages in pipeline order",
+                        cxxopts::value<std::string>())(
+      "model", "model JSON: layers with cost and bytes", cxxopts::value<std::string>())(
+      "json", "print the plan as JSON")(
+      "compare-split", "also evaluate this split: layers per stage, e.g. 8,12,12,12,12,8",
+      cxxopts::value<std::string>())("emit", "print a manifest instead of the plan: volcano",
+                                     cxxopts::value<std::string>())(
+      "strict-homogeneous",
+      "with --emit volcano: one gang task on one GPU family (data/tensor parallel)")(
+      "family", "with --strict-homogeneous: the family (default: the fastest)",
+      cxxopts::value<std::string>())("name", "Volcano job name", cxxopts::value<std::string>())(
+      "namespace", "Volcano job namespace", cxxopts::value<std::string>())(
+      "queue", "Volcano queue", cxxopts::value<std::string>())("image", "container image",
+                                                               cxxopts::value<std::string>())(
+      "o,output", "write to FILE instead of stdout", cxxopts::value<std::string>())("h,help",
+                                                                                    "this text");
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseOptions(options, context.args));
+  if (parsed.count("help")) {
+    context.out << options.help();
+    return kExitOk;
+  }
+  if (!parsed.unmatched().empty()) {
+    return UsageError("hetrun plan takes no positional arguments, got '" + parsed.unmatched()[0] +
+                      "'");
+  }
+  if (!parsed.count("cluster")) return UsageError("hetrun plan needs --cluster FILE");
+  std::string emit = parsed.count("emit") ? parsed["emit"].as<std::string>() : "";
+  if (!emit.empty() && emit != "volcano") {
+    return UsageError("--emit '" + emit + "': the only manifest is 'volcano'");
+  }
+  bool homogeneous = parsed.count("strict-homogeneous") > 0;
+  if (homogeneous && emit.empty()) {
+    return UsageError("--strict-homogeneous goes with --emit volcano");
+  }
+  if (parsed.count("family") && !homogeneous) {
+    return UsageError("--family goes with --strict-homogeneous");
+  }
+  if (!emit.empty() && (parsed.count("json") || parsed.count("compare-split"))) {
+    return UsageError("--emit prints a manifest; --json and --compare-split describe a plan");
+  }
+  std::string output = parsed.count("output") ? parsed["output"].as<std::string>() : "";
+
+  HETRUN_ASSIGN_OR_RETURN(plan::ClusterSpec cluster,
+                          plan::LoadClusterSpec(parsed["cluster"].as<std::string>()));
+  HETRUN_RETURN_IF_ERROR(ApplyJobFlags(parsed, &cluster));
+  if (homogeneous) {
+    std::string family = parsed.count("family") ? parsed["family"].as<std::string>() : "";
+    if (!family.empty() && !cluster.family_speed.contains(family)) {
+      return InvalidArgumentError("--family '" + family + "' is not a family of the cluster file");
+    }
+    HETRUN_RETURN_IF_ERROR(
+        WriteOutput(output, plan::HomogeneousJobYaml(cluster, family), context.out));
+    return kExitOk;
+  }
+
+  if (!parsed.count("model")) return UsageError("hetrun plan needs --model FILE");
+  HETRUN_ASSIGN_OR_RETURN(plan::ModelSpec model,
+                          plan::LoadModelSpec(parsed["model"].as<std::string>()));
+  std::optional<std::vector<int64_t>> compare;
+  if (parsed.count("compare-split")) {
+    HETRUN_ASSIGN_OR_RETURN(
+        compare, plan::ParseSplit(parsed["compare-split"].as<std::string>(),
+                                  static_cast<int64_t>(model.layers.size()),
+                                  static_cast<int64_t>(cluster.stages.size()), "--compare-split"));
+  }
+  std::optional<std::span<const int64_t>> compare_span;
+  if (compare) compare_span = std::span<const int64_t>(*compare);
+  HETRUN_ASSIGN_OR_RETURN(plan::PipelinePlan result,
+                          plan::PlanPipeline(model, cluster, compare_span));
+  std::string text = !emit.empty()          ? plan::PipelineJobYaml(result, cluster)
+                     : parsed.count("json") ? plan::PlanJson(result, model)
+                                            : plan::PlanText(result, model);
+  HETRUN_RETURN_IF_ERROR(WriteOutput(output, text, context.out));
+  return kExitOk;
+}
+
+}  // namespace hetrun::launcher

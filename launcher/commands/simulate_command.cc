@@ -1,0 +1,137 @@
+// `hetrun simulate --scenario FILE [--json] [--plot FILE.svg]`: what-if runs of the tuner on a
+// scenario (README "hetrun simulate"), hetrun side by side with baselines on the same noise.
+#include <cxxopts.hpp>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "commands/command.h"
+#include "exit_code.h"
+#include "hetrun/tuner/simulator.h"
+#include "commands/options.h"
+#include "commands/svg_plot.h"
+
+namespace hetrun::launcher {
+namespace {
+
+using tuner::PolicyResult;
+using tuner::SimulationResult;
+
+nlohmann::json WindowsJson(const PolicyResult& p) {
+  nlohmann::json windows = nlohmann::json::array();
+  for (const tuner::WindowRecord& w : p.windows) {
+    windows.push_back({{"window", w.window},
+                       {"shares", w.shares},
+                       {"iteration_ms", w.iteration_ms},
+                       {"optimal_ms", w.optimal_ms},
+                       {"ratio", w.ratio}});
+  }
+  return windows;
+}
+
+void AddSummary(nlohmann::json& j, const PolicyResult& p) {
+  j["steady_ratio"] = p.steady_ratio;
+  j["convergence_windows"] = p.convergence_windows;
+  j["convergence_windows_by_phase"] = p.convergence_by_phase;
+  j["share_changes"] = p.share_changes;
+}
+
+nlohmann::json ResultJson(const SimulationResult& r) {
+  nlohmann::json j;
+  j["windows"] = WindowsJson(r.hetrun);
+  AddSummary(j, r.hetrun);
+  nlohmann::json baselines = nlohmann::json::object();
+  for (const PolicyResult& b : r.baselines) {
+    nlohmann::json one;
+    one["windows"] = WindowsJson(b);
+    AddSummary(one, b);
+    baselines[b.name] = std::move(one);
+  }
+  j["baselines"] = std::move(baselines);
+  nlohmann::json micro = nlohmann::json::array();
+  for (const tuner::MicroBatchPlan& m : r.micro_batches) {
+    if (m.size == 0) {
+      micro.push_back(nullptr);
+    } else {
+      micro.push_back({{"size", m.size}, {"count", m.count}, {"balanced_size", m.balanced}});
+    }
+  }
+  j["micro_batches"] = std::move(micro);
+  return j;
+}
+
+std::string Convergence(int64_t windows) {
+  return windows < 0 ? "never" : std::to_string(windows);
+}
+
+void PrintText(const SimulationResult& r, std::ostream& out) {
+  out << std::left << std::setw(18) << "policy" << std::setw(14) << "steady_ratio" << std::setw(14)
+      << "convergence"
+      << "share_changes\n";
+  auto row = [&](const PolicyResult& p) {
+    out << std::left << std::setw(18) << p.name << std::setw(14) << std::fixed
+        << std::setprecision(4) << p.steady_ratio << std::setw(14)
+        << Convergence(p.convergence_windows) << p.share_changes << "\n";
+  };
+  row(r.hetrun);
+  for (const PolicyResult& b : r.baselines) row(b);
+  out << "final hetrun shares:";
+  for (int64_t s : r.hetrun.windows.back().shares) out << " " << s;
+  out << "\n";
+}
+
+Status WritePlot(const SimulationResult& r, const std::string& path) {
+  static const char* kColors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd"};
+  std::vector<PlotSeries> series;
+  std::vector<const PolicyResult*> all = {&r.hetrun};
+  for (const PolicyResult& b : r.baselines) all.push_back(&b);
+  for (size_t i = 0; i < all.size(); ++i) {
+    PlotSeries s{all[i]->name, {}, kColors[i % 4], false};
+    for (const tuner::WindowRecord& w : all[i]->windows) s.values.push_back(w.iteration_ms);
+    series.push_back(std::move(s));
+  }
+  PlotSeries optimum{"optimum", {}, "black", true};
+  for (const tuner::WindowRecord& w : r.hetrun.windows) optimum.values.push_back(w.optimal_ms);
+  series.push_back(std::move(optimum));
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) return ErrnoError("open", path, errno);
+  file << RenderLineChart("hetrun simulate: iteration time per window", "window",
+                          "iteration time (ms)", series);
+  file.close();
+  if (!file) return ErrnoError("write", path, errno);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<int> RunSimulateCommand(const CommandContext& context) {
+  cxxopts::Options options("hetrun simulate",
+                           "Run the load-balancing tuner on a scenario, against baselines.");
+  options.add_options()("scenario", "scenario file (JSON)", cxxopts::value<std::string>())(
+      "json", "print the result as JSON")("plot", "write an SVG chart of iteration time per window",
+                                          cxxopts::value<std::string>())("h,help", "this text");
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseOptions(options, context.args));
+  if (parsed.count("help")) {
+    context.out << options.help();
+    return kExitOk;
+  }
+  if (!parsed.unmatched().empty()) {
+    return UsageError("hetrun simulate takes no arguments, got '" + parsed.unmatched()[0] + "'");
+  }
+  if (!parsed.count("scenario")) return UsageError("hetrun simulate needs --scenario FILE");
+  HETRUN_ASSIGN_OR_RETURN(tuner::Scenario scenario,
+                          tuner::LoadScenario(parsed["scenario"].as<std::string>()));
+  HETRUN_ASSIGN_OR_RETURN(SimulationResult result, tuner::Simulate(scenario));
+  if (parsed.count("plot")) {
+    HETRUN_RETURN_IF_ERROR(WritePlot(result, parsed["plot"].as<std::string>()));
+  }
+  if (parsed.count("json")) {
+    context.out << ResultJson(result).dump() << "\n";
+  } else {
+    PrintText(result, context.out);
+  }
+  return kExitOk;
+}
+
+}  // namespace hetrun::launcher

@@ -1,0 +1,41 @@
+// `hetrun vars [--markdown] [--set]`: every environment variable hetrun reads or writes, with
+// the value it has here. The README's table is `hetrun vars --markdown`.
+#include <cxxopts.hpp>
+#include <ostream>
+
+#include "commands/command.h"
+#include "exit_code.h"
+#include "commands/options.h"
+
+namespace hetrun::launcher {
+
+Result<int> RunVarsCommand(const CommandContext& context) {
+  cxxopts::Options options("hetrun vars",
+                           "List every environment variable hetrun reads or writes.");
+  options.add_options()("markdown", "print the README's Markdown table")(
+      "set", "only variables set in this environment, with their values")("h,help", "this text");
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseOptions(options, context.args));
+  if (parsed.count("help")) {
+    context.out << options.help();
+    return kExitOk;
+  }
+  if (!parsed.unmatched().empty()) {
+    return UsageError("hetrun vars takes no arguments, got '" + parsed.unmatched()[0] + "'");
+  }
+  if (parsed.count("markdown")) {
+    context.out << EnvVarTableMarkdown();
+    return kExitOk;
+  }
+  if (parsed.count("set")) {
+    for (const auto& [name, value] : context.env.all()) {
+      const EnvVarSpec* spec = FindEnvVarSpec(name);
+      if (spec == nullptr) continue;
+      context.out << name << "=" << value << "    (" << EnvCategoryName(spec->category) << ")\n";
+    }
+    return kExitOk;
+  }
+  context.out << EnvVarTableText();
+  return kExitOk;
+}
+
+}  // namespace hetrun::launcher

@@ -1,0 +1,206 @@
+#include "preflight/driver_load.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <sstream>
+
+#include "preflight/child_output.h"
+#include "hetrun/arch/fatbin.h"
+
+namespace hetrun::launcher {
+namespace {
+
+// The few driver API entry points used, declared by hand so nothing needs cuda.h or libcuda.
+using CuResult = int;
+using CuDevice = int;
+using CuContext = void*;
+using CuModule = void*;
+constexpr CuResult kCudaSuccess = 0;
+constexpr CuResult kCudaErrorNoBinaryForGpu = 209;
+
+struct DriverApi {
+  CuResult (*init)(unsigned) = nullptr;
+  CuResult (*device_count)(int*) = nullptr;
+  CuResult (*device_get)(CuDevice*, int) = nullptr;
+  CuResult (*primary_retain)(CuContext*, CuDevice) = nullptr;
+  CuResult (*primary_release)(CuDevice) = nullptr;
+  CuResult (*set_current)(CuContext) = nullptr;
+  CuResult (*module_load_data)(CuModule*, const void*) = nullptr;
+  CuResult (*module_unload)(CuModule) = nullptr;
+  CuResult (*error_name)(CuResult, const char**) = nullptr;
+};
+
+template <typename F>
+bool Bind(void* library, const char* name, F* fn) {
+  *fn = reinterpret_cast<F>(dlsym(library, name));
+  return *fn != nullptr;
+}
+
+std::string ErrorName(const DriverApi& api, CuResult result) {
+  const char* name = nullptr;
+  if (api.error_name != nullptr && api.error_name(result, &name) == kCudaSuccess && name) {
+    return fmt::format("{} ({})", name, result);
+  }
+  return fmt::format("CUDA driver error {}", result);
+}
+
+// Runs in the child: writes the protocol lines to `out`.
+void LoadAll(const std::vector<std::string>& files, std::ostream& out) {
+  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    out << "skip no GPU (libcuda.so.1 not found)\n";
+    return;
+  }
+  DriverApi api;
+  const bool bound = Bind(library, "cuInit", &api.init) &&
+                     Bind(library, "cuDeviceGetCount", &api.device_count) &&
+                     Bind(library, "cuDeviceGet", &api.device_get) &&
+                     Bind(library, "cuDevicePrimaryCtxRetain", &api.primary_retain) &&
+                     (Bind(library, "cuDevicePrimaryCtxRelease_v2", &api.primary_release) ||
+                      Bind(library, "cuDevicePrimaryCtxRelease", &api.primary_release)) &&
+                     Bind(library, "cuCtxSetCurrent", &api.set_current) &&
+                     Bind(library, "cuModuleLoadData", &api.module_load_data) &&
+                     Bind(library, "cuModuleUnload", &api.module_unload);
+  Bind(library, "cuGetErrorName", &api.error_name);
+  if (!bound) {
+    out << "skip libcuda.so.1 lacks a driver API entry point: " << dlerror() << "\n";
+    return;
+  }
+  if (CuResult r = api.init(0); r != kCudaSuccess) {
+    out << "skip no GPU (cuInit: " << ErrorName(api, r) << ")\n";
+    return;
+  }
+  int count = 0;
+  if (CuResult r = api.device_count(&count); r != kCudaSuccess || count == 0) {
+    out << "skip no GPU (cuDeviceGetCount: "
+        << (r == kCudaSuccess ? "0 devices" : ErrorName(api, r)) << ")\n";
+    return;
+  }
+  out << "devices " << count << "\n";
+  // Parse every file once; map them for the whole run.
+  std::vector<std::optional<arch::ElfFile>> elves(files.size());
+  std::vector<arch::FatbinFile> images(files.size());
+  for (size_t f = 0; f < files.size(); ++f) {
+    Result<arch::ElfFile> elf = arch::ElfFile::Open(files[f]);
+    if (!elf.ok()) continue;
+    Result<arch::FatbinFile> read = arch::ReadFatbinFile(*elf);
+    if (!read.ok()) continue;
+    images[f] = std::move(read).value();
+    elves[f].emplace(std::move(elf).value());
+  }
+  for (int d = 0; d < count; ++d) {
+    CuDevice device = 0;
+    CuContext context = nullptr;
+    CuResult r = api.device_get(&device, d);
+    if (r == kCudaSuccess) r = api.primary_retain(&context, device);
+    if (r == kCudaSuccess) r = api.set_current(context);
+    if (r != kCudaSuccess) {
+      for (size_t f = 0; f < files.size(); ++f) {
+        out << "load " << d << ' ' << f << " 0 0 1 device " << d << ": " << ErrorName(api, r)
+            << "\n";
+      }
+      continue;
+    }
+    for (size_t f = 0; f < files.size(); ++f) {
+      if (!elves[f]) continue;
+      int loaded = 0;
+      int no_binary = 0;
+      int other = 0;
+      std::string first_error;
+      const auto& containers = images[f].containers;
+      for (size_t c = 0; c < containers.size(); ++c) {
+        if (containers[c].device_link_stub) continue;
+        Result<std::span<const uint8_t>> bytes = arch::ContainerBytes(*elves[f], containers[c]);
+        if (!bytes.ok()) continue;
+        CuModule module = nullptr;
+        const CuResult loaded_result = api.module_load_data(&module, bytes->data());
+        if (loaded_result == kCudaSuccess) {
+          ++loaded;
+          if (CuResult u = api.module_unload(module); u != kCudaSuccess && first_error.empty()) {
+            first_error = fmt::format("container {}: cuModuleUnload: {}", c, ErrorName(api, u));
+          }
+          continue;
+        }
+        (loaded_result == kCudaErrorNoBinaryForGpu ? no_binary : other) += 1;
+        if (first_error.empty()) {
+          first_error =
+              fmt::format("container {}: cuModuleLoadData: {}", c, ErrorName(api, loaded_result));
+        }
+      }
+      out << "load " << d << ' ' << f << ' ' << loaded << ' ' << no_binary << ' ' << other << ' '
+          << first_error << "\n";
+    }
+    api.set_current(nullptr);
+    api.primary_release(device);
+  }
+}
+
+}  // namespace
+
+Result<DriverLoadReport> ParseDriverLoadOutput(const std::string& text) {
+  DriverLoadReport report;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string kind;
+    fields >> kind;
+    if (kind == "skip") {
+      report.skipped = true;
+      std::getline(fields >> std::ws, report.skip_reason);
+    } else if (kind == "devices") {
+      fields >> report.devices;
+    } else if (kind == "load") {
+      DriverFileLoad load;
+      fields >> load.device >> load.file >> load.loaded >> load.no_binary >> load.other_errors;
+      if (fields.fail()) {
+        return InternalError("driver load check: malformed line '" + line.substr(0, 120) + "'");
+      }
+      std::getline(fields >> std::ws, load.first_error);
+      report.loads.push_back(std::move(load));
+    } else if (!line.empty()) {
+      return InternalError("driver load check: malformed line '" + line.substr(0, 120) + "'");
+    }
+  }
+  return report;
+}
+
+Result<DriverLoadReport> LoadModulesInChild(const std::vector<std::string>& files,
+                                            std::chrono::milliseconds timeout) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe2", "driver load check", errno);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(fds[0]);
+    close(fds[1]);
+    return ErrnoError("fork", "driver load check", err);
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    std::ostringstream out;
+    LoadAll(files, out);
+    WriteAllAndExit(fds[1], out.str());
+  }
+  close(fds[1]);
+  HETRUN_ASSIGN_OR_RETURN(ChildOutput child,
+                          CollectChildOutput(fds[0], pid, timeout, "driver load check"));
+  if (child.timed_out) {
+    return DeadlineExceededError(
+        fmt::format("driver load check did not finish in {} s", timeout.count() / 1000));
+  }
+  if (!WIFEXITED(child.wait_status) || WEXITSTATUS(child.wait_status) != 0) {
+    return InternalError(
+        fmt::format("driver load check child failed (wait status {})", child.wait_status));
+  }
+  return ParseDriverLoadOutput(child.text);
+}
+
+}  // namespace hetrun::launcher

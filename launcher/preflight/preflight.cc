@@ -1,0 +1,495 @@
+#include "preflight/preflight.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <random>
+#include <set>
+
+#include "exit_code.h"
+#include "preflight/gpu_probe.h"
+#include "hetrun/memory/alloc_conf.h"
+#include "hetrun/arch/image_check.h"
+#include "hetrun/base/units.h"
+#include "hetrun/base/version.h"
+#include "preflight/torch_location.h"
+
+#ifndef HETRUN_TORCH_VERSION
+#define HETRUN_TORCH_VERSION ""
+#endif
+
+namespace hetrun::launcher {
+namespace {
+
+using std::chrono::milliseconds;
+
+Result<milliseconds> DurationOption(const cxxopts::ParseResult& parsed, const std::string& flag,
+                                    const Environment& env, std::string_view variable,
+                                    milliseconds fallback) {
+  if (parsed.count(flag)) {
+    std::string text = parsed[flag].as<std::string>();
+    Result<milliseconds> value = ParseDuration(text);
+    if (!value.ok())
+      return UsageError("--" + flag + " '" + text + "': " + value.status().message());
+    if (value->count() <= 0) return UsageError("--" + flag + " '" + text + "': must be positive");
+    return *value;
+  }
+  HETRUN_ASSIGN_OR_RETURN(std::optional<milliseconds> from_env, env.GetDuration(variable));
+  if (from_env && from_env->count() <= 0) {
+    return InvalidArgumentError(std::string(variable) + ": must be positive");
+  }
+  return from_env.value_or(fallback);
+}
+
+Result<std::optional<uint64_t>> BytesOption(const cxxopts::ParseResult& parsed,
+                                            const std::string& flag, const Environment& env,
+                                            std::string_view variable) {
+  if (parsed.count(flag)) {
+    std::string text = parsed[flag].as<std::string>();
+    Result<uint64_t> value = ParseBytes(text);
+    if (!value.ok())
+      return UsageError("--" + flag + " '" + text + "': " + value.status().message());
+    return std::optional<uint64_t>(*value);
+  }
+  return env.GetBytes(variable);
+}
+
+std::string Hostname() {
+  char host[HOST_NAME_MAX + 1] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) return "unknown-host";
+  return host;
+}
+
+// NCCL refuses to mix versions across ranks. HETRUN_NCCL_VERSION declares the image's version;
+// otherwise ask the libnccl.so.2 the workers would load (the dynamic linker's search path).
+// "" when neither tells: then the version is not compared.
+std::string NcclVersion(const Environment& env) {
+  if (std::optional<std::string> declared = env.Get("HETRUN_NCCL_VERSION")) return *declared;
+  void* handle = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (handle == nullptr) handle = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) return "";
+  std::string version;
+  using GetVersionFn = int (*)(int*);
+  if (auto get = reinterpret_cast<GetVersionFn>(dlsym(handle, "ncclGetVersion"))) {
+    int code = 0;
+    // NCCL >= 2.9 encodes MAJOR*10000 + MINOR*100 + PATCH.
+    if (get(&code) == 0 && code > 0) {
+      version = fmt::format("{}.{}.{}", code / 10000, (code / 100) % 100, code % 100);
+    }
+  }
+  dlclose(handle);
+  return version;
+}
+
+std::string InstanceId(const std::string& host) {
+  std::random_device random;
+  return fmt::format("{}:{}:{:08x}", host, getpid(), random());
+}
+
+// Threads started while this lives (the TCPStore server's, the heartbeat) inherit a mask that
+// blocks every signal: process-directed signals then reach the main thread, whose supervisor
+// reads them from a signalfd, instead of killing hetrun through a thread's default action.
+class SignalsBlockedForNewThreads {
+ public:
+  SignalsBlockedForNewThreads() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old_);
+  }
+  ~SignalsBlockedForNewThreads() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  SignalsBlockedForNewThreads(const SignalsBlockedForNewThreads&) = delete;
+  SignalsBlockedForNewThreads& operator=(const SignalsBlockedForNewThreads&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+// ---- kernel images ----
+
+bool ArchCheckActive(const PreflightOptions& options) {
+  return !options.scan_paths.empty() || options.scan_torch || !options.torch_lib.empty() ||
+         options.arch_list.has_value();
+}
+
+struct ImageScan {
+  std::vector<arch::ScannedFile> files;
+  std::optional<arch::ArchList> arch_list;
+};
+
+Result<ImageScan> ScanImage(const PreflightOptions& options, const Environment& env) {
+  ImageScan scan;
+  std::vector<std::string> paths = options.scan_paths;
+  if (!options.torch_lib.empty()) {
+    paths.push_back(options.torch_lib);
+  } else if (options.scan_torch) {
+    HETRUN_ASSIGN_OR_RETURN(std::string lib, FindTorchLibDir(env));
+    paths.push_back(lib);
+  }
+  std::optional<std::string> list_text = options.arch_list;
+  if (!list_text) {
+    if (std::optional<std::string> from_env = env.Get("TORCH_CUDA_ARCH_LIST");
+        from_env && !from_env->empty()) {
+      list_text = from_env;
+    }
+  }
+  if (list_text) {
+    Result<arch::ArchList> list = arch::ParseTorchCudaArchList(*list_text);
+    if (!list.ok()) return UsageError("--arch-list: " + list.status().message());
+    scan.arch_list = *list;
+  }
+  scan.files = arch::ScanKernelImages(paths);
+  return scan;
+}
+
+std::string_view FitWord(arch::ImageFit fit) {
+  switch (fit) {
+    case arch::ImageFit::kSass:
+      return "sass";
+    case arch::ImageFit::kPtxJit:
+      return "ptx-jit";
+    case arch::ImageFit::kNone:
+      return "missing";
+  }
+  return "missing";
+}
+
+// The `hetrun check` verdicts of this node's image for `targets`, as rows.
+Result<std::vector<ArchRow>> ArchRows(const ImageScan& scan,
+                                      const std::vector<std::string>& targets, bool strict) {
+  std::vector<arch::ComputeCapability> caps;
+  for (const std::string& t : targets) {
+    HETRUN_ASSIGN_OR_RETURN(arch::ComputeCapability cc, arch::ParseComputeCapability(t));
+    caps.push_back(cc);
+  }
+  std::vector<ArchRow> rows;
+  if (caps.empty()) return rows;
+  arch::ArchCheckReport report = arch::CheckKernelImages(scan.files, caps, strict, scan.arch_list);
+  for (size_t t = 0; t < caps.size(); ++t) {
+    if (report.arch_list) {
+      const arch::ArchListCoverage& c = report.arch_list_coverage[t];
+      rows.push_back({targets[t], "TORCH_CUDA_ARCH_LIST=\"" + report.arch_list->text + "\"",
+                      std::string(FitWord(c.fit)) + (c.via.empty() ? "" : " via " + c.via),
+                      c.fit == arch::ImageFit::kNone});
+    }
+    for (const arch::FileCheck& file : report.files) {
+      if (file.error) {
+        rows.push_back({targets[t], file.path, "error: " + file.error->message(), true});
+        continue;
+      }
+      const arch::FileVerdict& v = file.verdicts[t];
+      std::string verdict(arch::VerdictName(v.verdict));
+      if (v.verdict == arch::Verdict::kPartial) {
+        verdict += fmt::format(" {}/{}", v.sass + v.ptx_jit, v.modules);
+      }
+      rows.push_back({targets[t], file.path, verdict, arch::VerdictFails(v.verdict, strict)});
+    }
+  }
+  return rows;
+}
+
+std::string ArchTable(
+    const std::vector<std::pair<const NodeRecord*, std::vector<ArchRow>>>& nodes) {
+  size_t width = 4;
+  for (const auto& [record, rows] : nodes) {
+    for (const ArchRow& row : rows) width = std::max(width, row.file.size());
+  }
+  std::string table =
+      fmt::format("{:<24} {:<6} {:<{}} {}\n", "NODE", "GPU", "FILE", width, "VERDICT");
+  for (const auto& [record, rows] : nodes) {
+    for (const ArchRow& row : rows) {
+      table += fmt::format("{:<24} {:<6} {:<{}} {}{}\n", NodeLabel(*record), row.target, row.file,
+                           width, row.verdict, row.fails ? "  <- FAILS" : "");
+    }
+  }
+  return table;
+}
+
+// ---- memory ----
+
+std::vector<GpuInfo> ProbedGpus(const std::vector<ProbedGpu>& probed) {
+  std::vector<GpuInfo> gpus;
+  for (const ProbedGpu& gpu : probed) gpus.push_back(gpu.info);
+  return gpus;
+}
+
+Status CheckJob(PreflightResult& result, const NodeRecord& mine,
+                const std::optional<ImageScan>& scan, const PreflightOptions& options);
+
+}  // namespace
+
+void AddPreflightOptions(cxxopts::Options& options) {
+  std::string baselines;
+  for (const memory::MemoryBaseline& b : memory::MemoryBaselines()) {
+    baselines += (baselines.empty() ? "" : ", ") + std::string(b.name);
+  }
+  options.add_options("preflight")(
+      "rdzv-timeout",
+      "wait this long for every node at the rendezvous, then exit 75 (default 600s)",
+      cxxopts::value<std::string>())(
+      "peer-timeout",
+      "a node without a heartbeat for this long is lost: the others exit 75 (default 15s)",
+      cxxopts::value<std::string>())(
+      "memory-reserve",
+      "GPU memory kept out of the ceiling for contexts, NCCL, fragmentation (default 2GiB)",
+      cxxopts::value<std::string>())("memory-baseline",
+                                     "cap the ceiling at a reference GPU: " + baselines,
+                                     cxxopts::value<std::string>())(
+      "min-memory", "memory each worker needs; exit 81 when the ceiling is lower (e.g. 60GiB)",
+      cxxopts::value<std::string>())(
+      "scan", "check the kernel images of this file or directory for every GPU of the job",
+      cxxopts::value<std::vector<std::string>>())(
+      "torch", "check the installed torch's lib/ (python in HETRUN_PYTHON)")(
+      "torch-lib", "check this torch lib/ directory", cxxopts::value<std::string>())(
+      "arch-list", "a TORCH_CUDA_ARCH_LIST to check (default: $TORCH_CUDA_ARCH_LIST when checking)",
+      cxxopts::value<std::string>())("strict", "kernel-image check: partial coverage fails too");
+}
+
+Result<PreflightOptions> ReadPreflightOptions(const cxxopts::ParseResult& parsed,
+                                              const Environment& env) {
+  PreflightOptions options;
+  HETRUN_ASSIGN_OR_RETURN(
+      options.rdzv_timeout,
+      DurationOption(parsed, "rdzv-timeout", env, "HETRUN_RDZV_TIMEOUT", std::chrono::minutes(10)));
+  HETRUN_ASSIGN_OR_RETURN(
+      options.peer_timeout,
+      DurationOption(parsed, "peer-timeout", env, "HETRUN_PEER_TIMEOUT", std::chrono::seconds(15)));
+  HETRUN_ASSIGN_OR_RETURN(std::optional<uint64_t> reserve,
+                          BytesOption(parsed, "memory-reserve", env, "HETRUN_MEMORY_RESERVE"));
+  if (reserve) options.ceiling.reserve_bytes = *reserve;
+  HETRUN_ASSIGN_OR_RETURN(std::optional<uint64_t> min_memory,
+                          BytesOption(parsed, "min-memory", env, "HETRUN_MIN_MEMORY"));
+  if (min_memory) options.ceiling.min_memory_bytes = *min_memory;
+  std::optional<std::string> baseline = parsed.count("memory-baseline")
+                                            ? parsed["memory-baseline"].as<std::string>()
+                                            : env.Get("HETRUN_MEMORY_BASELINE");
+  if (baseline && !baseline->empty()) {
+    HETRUN_ASSIGN_OR_RETURN(memory::MemoryBaseline found, memory::FindMemoryBaseline(*baseline));
+    options.ceiling.baseline = found;
+  }
+  if (parsed.count("scan")) options.scan_paths = parsed["scan"].as<std::vector<std::string>>();
+  options.scan_torch = parsed.count("torch") > 0;
+  if (parsed.count("torch-lib")) options.torch_lib = parsed["torch-lib"].as<std::string>();
+  if (parsed.count("arch-list")) options.arch_list = parsed["arch-list"].as<std::string>();
+  options.strict = parsed.count("strict") > 0;
+  return options;
+}
+
+Membership MembershipOf(const Topology& topology) {
+  if (topology.per_process)
+    return {topology.world_size, topology.ranks.empty() ? 0 : topology.ranks[0]};
+  return {topology.nnodes.value, topology.node_rank.value};
+}
+
+Result<std::map<std::string, std::string>> PreflightResult::WorkerAdditions(const Environment& env,
+                                                                            int local_rank) const {
+  std::map<std::string, std::string> add;
+  if (rendezvous) add["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  if (!ceiling) return add;
+  add["HETRUN_MEMORY_CEILING_BYTES"] = std::to_string(ceiling->bytes);
+  if (!memory::TorchSupportsMemoryFraction(torch_version)) return add;
+  if (local_rank < 0 || static_cast<size_t>(local_rank) >= inventory.gpus.size()) return add;
+  const GpuInfo& gpu = inventory.gpus[static_cast<size_t>(local_rank)];
+  // torch multiplies the fraction by the device total; fakes declare only usable memory.
+  uint64_t device = gpu.total_bytes != 0 ? gpu.total_bytes : gpu.usable_bytes;
+  HETRUN_ASSIGN_OR_RETURN(
+      memory::AllocConfMerge merge,
+      memory::MergeMemoryFraction(env, memory::MemoryFraction(ceiling->bytes, device)));
+  if (merge.value) {
+    add[merge.variable] = *merge.value;
+  } else if (local_rank == 0) {
+    spdlog::warn("{}", merge.note);
+  }
+  return add;
+}
+
+Result<PreflightResult> RunPreflight(const Topology& topology,
+                                     const std::optional<Inventory>& declared,
+                                     const PreflightOptions& options, const Environment& env) {
+  PreflightResult result;
+  result.torch_version = HETRUN_TORCH_VERSION;
+  // 1. This node's GPUs. The probe runs in a child: this process forks the workers.
+  if (declared) {
+    result.inventory = *declared;
+  } else {
+    HETRUN_ASSIGN_OR_RETURN(std::vector<ProbedGpu> probed, ProbeGpusInChild());
+    result.inventory.gpus = ProbedGpus(probed);
+    result.inventory.source = probed.empty() ? InventorySource::kNone : InventorySource::kProbe;
+    result.inventory.source_detail = probed.empty() ? "none (no GPU found)" : "CUDA probe";
+  }
+
+  const Membership membership = MembershipOf(topology);
+  NodeRecord mine;
+  mine.hostname = Hostname();
+  mine.node_rank = membership.member;
+  mine.nnodes = membership.members;
+  mine.world_size = topology.world_size;
+  mine.local_world_size = topology.per_process ? 1 : static_cast<int>(topology.ranks.size());
+  mine.task = topology.task ? topology.task->value : "";
+  mine.instance = InstanceId(mine.hostname);
+  mine.hetrun_version = HETRUN_VERSION_STRING;
+  mine.inventory_source = result.inventory.source_detail;
+  mine.gpus = result.inventory.gpus;
+
+  std::optional<ImageScan> scan;
+  if (ArchCheckActive(options)) {
+    HETRUN_ASSIGN_OR_RETURN(ImageScan scanned, ScanImage(options, env));
+    scan = std::move(scanned);
+    mine.arch_checked = true;
+    NodeRecord self_only = mine;
+    std::vector<NodeRecord> one{self_only};
+    HETRUN_ASSIGN_OR_RETURN(mine.arch_rows, ArchRows(*scan, JobCapabilities(one), options.strict));
+  }
+
+  // 2. Rendezvous.
+  if (membership.members > 1) {
+    mine.nccl_version = NcclVersion(env);
+    RendezvousOptions rdzv;
+    rdzv.nnodes = membership.members;
+    rdzv.node_rank = membership.member;
+    rdzv.endpoint = topology.master_addr.value + ":" + std::to_string(topology.master_port.value);
+    rdzv.timeout = options.rdzv_timeout;
+    rdzv.peer_timeout = options.peer_timeout;
+    rdzv.heartbeat_interval =
+        std::min<milliseconds>(std::chrono::seconds(1), options.peer_timeout / 4);
+    StoreEndpoint endpoint{topology.master_addr.value, topology.master_port.value,
+                           membership.member == 0, options.rdzv_timeout};
+    auto started = std::chrono::steady_clock::now();
+    rdzv.sigterm_on_peer_failure = true;
+    Result<std::unique_ptr<Store>> store = [&] {
+      SignalsBlockedForNewThreads blocked;
+      return OpenTcpStore(endpoint);
+    }();
+    if (!store.ok()) {
+      if (store.status().code() == StatusCode::kDeadlineExceeded) {
+        return DeadlineExceededError(
+            "rendezvous: could not reach the store of node 0 at " + rdzv.endpoint + " within " +
+            FormatDuration(options.rdzv_timeout) +
+            " (node ranks joined: unknown; node 0 missing): " + store.status().message());
+      }
+      return store.status();
+    }
+    auto opened = std::chrono::steady_clock::now();
+    result.rendezvous = std::make_unique<JobRendezvous>(std::move(*store), rdzv);
+    Result<std::vector<NodeRecord>> records = result.rendezvous->Join(mine);
+    if (!records.ok()) {
+      result.rendezvous->Finish(ExitCodeFor(records.status()));
+      return records.status();
+    }
+    result.records = std::move(*records);
+    auto ms = [](auto d) { return std::chrono::duration_cast<milliseconds>(d).count(); };
+    spdlog::info(
+        "rendezvous at {}: {} nodes in {} ms (library load and connect {} ms, then "
+        "waiting for the others {} ms)",
+        rdzv.endpoint, membership.members, ms(std::chrono::steady_clock::now() - started),
+        ms(opened - started), ms(std::chrono::steady_clock::now() - opened));
+  } else {
+    result.records.push_back(mine);
+  }
+  Status checked = CheckJob(result, mine, scan, options);
+  if (result.rendezvous) {
+    if (!checked.ok()) {
+      // Every node reaches the same verdict; node 0 keeps the store up until the others have
+      // read the records and published their exit code.
+      result.rendezvous->Finish(ExitCodeFor(checked));
+      return checked;
+    }
+    SignalsBlockedForNewThreads blocked;
+    HETRUN_RETURN_IF_ERROR(result.rendezvous->StartHeartbeat());
+  }
+  HETRUN_RETURN_IF_ERROR(checked);
+  return result;
+}
+
+namespace {
+
+Status CheckJob(PreflightResult& result, const NodeRecord& mine,
+                const std::optional<ImageScan>& scan, const PreflightOptions& options) {
+  // 3. Kernel images for every GPU capability of the job.
+  const std::vector<std::string> job_caps = JobCapabilities(result.records);
+  std::vector<std::pair<const NodeRecord*, std::vector<ArchRow>>> table_rows;
+  std::vector<int> publishers;
+  for (const NodeRecord& record : result.records) {
+    if (!record.arch_checked) continue;
+    table_rows.push_back({&record, record.arch_rows});
+    std::set<std::string> have;
+    for (const ArchRow& row : record.arch_rows) have.insert(row.target);
+    for (const std::string& cc : job_caps) {
+      if (!have.count(cc)) {
+        publishers.push_back(record.node_rank);
+        break;
+      }
+    }
+  }
+  if (!publishers.empty() && result.rendezvous) {
+    std::string extra = "[]";
+    if (scan) {
+      std::set<std::string> have;
+      for (const ArchRow& row : mine.arch_rows) have.insert(row.target);
+      std::vector<std::string> missing;
+      for (const std::string& cc : job_caps) {
+        if (!have.count(cc)) missing.push_back(cc);
+      }
+      HETRUN_ASSIGN_OR_RETURN(std::vector<ArchRow> rows, ArchRows(*scan, missing, options.strict));
+      extra = EncodeArchRows(rows);
+    }
+    HETRUN_ASSIGN_OR_RETURN(std::vector<std::string> values,
+                            result.rendezvous->Exchange("arch", publishers, extra));
+    for (size_t i = 0; i < publishers.size(); ++i) {
+      HETRUN_ASSIGN_OR_RETURN(std::vector<ArchRow> rows, DecodeArchRows(values[i]));
+      for (auto& [record, node_rows] : table_rows) {
+        if (record->node_rank == publishers[i]) {
+          node_rows.insert(node_rows.end(), rows.begin(), rows.end());
+        }
+      }
+    }
+  }
+  if (!table_rows.empty()) {
+    for (auto& [record, rows] : table_rows) {
+      std::stable_sort(rows.begin(), rows.end(), [](const ArchRow& a, const ArchRow& b) {
+        return a.file != b.file ? a.file < b.file : a.target < b.target;
+      });
+    }
+    result.arch_table = ArchTable(table_rows);
+    bool mismatch = false, unreadable = false;
+    for (const auto& [record, rows] : table_rows) {
+      for (const ArchRow& row : rows) {
+        if (!row.fails) continue;
+        (row.verdict.rfind("error", 0) == 0 ? unreadable : mismatch) = true;
+      }
+    }
+    if (mismatch) {
+      return ArchMismatchError("kernel images do not run on every GPU of the job:\n" +
+                               result.arch_table);
+    }
+    if (unreadable) {
+      return InvalidArgumentError("kernel-image check could not read some files:\n" +
+                                  result.arch_table);
+    }
+    // The table is printed on success too: image CI logs and pod logs show what was checked.
+    spdlog::info("kernel images run on every GPU of the job ({}):\n{}", fmt::join(job_caps, ", "),
+                 result.arch_table);
+  }
+
+  // 4. The memory ceiling over every GPU of the job.
+  std::vector<memory::JobGpu> gpus = JobGpus(result.records);
+  if (gpus.empty()) {
+    if (options.ceiling.min_memory_bytes > 0) {
+      spdlog::warn("--min-memory ignored: no GPU in the job");
+    }
+    return Status::Ok();
+  }
+  HETRUN_ASSIGN_OR_RETURN(memory::Ceiling ceiling, memory::ComputeCeiling(gpus, options.ceiling));
+  HETRUN_RETURN_IF_ERROR(memory::CheckFreeMemory(gpus, ceiling));
+  spdlog::info("{}", ceiling.explanation);
+  result.ceiling = ceiling;
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace hetrun::launcher

@@ -1,0 +1,90 @@
+// OpenTcpStore: finds libhetrun_rendezvous.so and calls its entry point. dlopen happens only for
+// multi-node jobs, so a single-node `hetrun run` never loads libtorch.
+#include <dlfcn.h>
+#include <limits.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "rendezvous/rendezvous_api.h"
+
+#ifndef HETRUN_BUILD_LIB_DIR
+#define HETRUN_BUILD_LIB_DIR ""
+#endif
+#ifndef HETRUN_INSTALL_LIBDIR
+#define HETRUN_INSTALL_LIBDIR "lib"
+#endif
+
+namespace hetrun::launcher {
+namespace {
+
+constexpr const char* kLibraryName = "libhetrun_rendezvous.so";
+
+// $ORIGIN/../<libdir>, $ORIGIN/../lib (the installed layout and the build tree's bin/ + lib/),
+// then the build tree's lib dir compiled in (tests run binaries from other folders).
+std::vector<std::filesystem::path> Candidates() {
+  std::vector<std::filesystem::path> dirs;
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    std::filesystem::path bin = std::filesystem::path(self).parent_path();
+    dirs.push_back(bin.parent_path() / HETRUN_INSTALL_LIBDIR);
+    dirs.push_back(bin.parent_path() / "lib");
+  }
+  if (std::string(HETRUN_BUILD_LIB_DIR).size() > 0) dirs.emplace_back(HETRUN_BUILD_LIB_DIR);
+  std::vector<std::filesystem::path> files;
+  for (const auto& dir : dirs) {
+    std::filesystem::path file = dir / kLibraryName;
+    if (std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
+  }
+  return files;
+}
+
+Result<OpenTcpStoreFn> LoadEntryPoint() {
+  static OpenTcpStoreFn cached = nullptr;
+  if (cached != nullptr) return cached;
+  std::string tried;
+  for (const std::filesystem::path& file : Candidates()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+      tried += (tried.empty() ? "" : ", ") + file.string();
+      continue;
+    }
+    // RTLD_LOCAL: libtorch's symbols stay out of the launcher's namespace. Never closed: the
+    // store's threads run library code until the process exits.
+    void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      return FailedPreconditionError(std::string("dlopen(") + file.string() + "): " + dlerror());
+    }
+    void* symbol = dlsym(handle, kOpenTcpStoreSymbol);
+    if (symbol == nullptr) {
+      return FailedPreconditionError(std::string("dlsym(") + kOpenTcpStoreSymbol + ") in " +
+                                     file.string() + ": not found (a library from another build?)");
+    }
+    spdlog::debug("rendezvous library {}", file.string());
+    cached = reinterpret_cast<OpenTcpStoreFn>(symbol);
+    return cached;
+  }
+  return FailedPreconditionError(std::string("multi-node jobs need ") + kLibraryName +
+                                 " (built when libtorch is found), not found in: " + tried);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenTcpStore(const StoreEndpoint& endpoint) {
+  HETRUN_ASSIGN_OR_RETURN(OpenTcpStoreFn open, LoadEntryPoint());
+  Store* store = nullptr;
+  std::string error;
+  int code = open(&endpoint, &store, &error);
+  if (code != 0 || store == nullptr) {
+    return Status(code > 0 && code <= static_cast<int>(StatusCode::kInternal)
+                      ? static_cast<StatusCode>(code)
+                      : StatusCode::kInternal,
+                  error.empty() ? "TCPStore could not be opened" : error);
+  }
+  return std::unique_ptr<Store>(store);
+}
+
+}  // namespace hetrun::launcher

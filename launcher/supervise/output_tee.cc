@@ -1,0 +1,90 @@
+#include "supervise/output_tee.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace hetrun::launcher {
+
+void WriteFully(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        // A non-blocking console that is full: wait for room rather than drop a partial line.
+        pollfd pfd{fd, POLLOUT, 0};
+        if (::poll(&pfd, 1, 1000) > 0) continue;
+      }
+      return;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+OutputTee::OutputTee(int console_fd, std::string prefix, int log_fd, size_t tail_lines)
+    : console_fd_(console_fd),
+      prefix_(std::move(prefix)),
+      log_fd_(log_fd),
+      tail_lines_(tail_lines) {}
+
+void OutputTee::Consume(std::string_view bytes) {
+  while (!bytes.empty()) {
+    size_t newline = bytes.find('\n');
+    if (newline == std::string_view::npos) {
+      size_t room = kMaxLineBytes - partial_.size();
+      if (bytes.size() < room) {
+        partial_.append(bytes);
+        return;
+      }
+      partial_.append(bytes.substr(0, room));
+      bytes.remove_prefix(room);
+      partial_.push_back('\n');
+      EmitLine(partial_);
+      partial_.clear();
+      continue;
+    }
+    if (partial_.empty()) {
+      EmitLine(bytes.substr(0, newline + 1));
+    } else {
+      partial_.append(bytes.substr(0, newline + 1));
+      EmitLine(partial_);
+      partial_.clear();
+    }
+    bytes.remove_prefix(newline + 1);
+  }
+}
+
+void OutputTee::Finish() {
+  if (partial_.empty()) return;
+  partial_.push_back('\n');
+  EmitLine(partial_);
+  partial_.clear();
+}
+
+std::vector<std::string> OutputTee::Tail() const {
+  return {tail_.begin(), tail_.end()};
+}
+
+void OutputTee::EmitLine(std::string_view line) {
+  if (console_fd_ >= 0) {
+    if (prefix_.empty()) {
+      WriteFully(console_fd_, line);
+    } else {
+      // One write per line so lines of different ranks never interleave.
+      std::string prefixed;
+      prefixed.reserve(prefix_.size() + line.size());
+      prefixed.append(prefix_).append(line);
+      WriteFully(console_fd_, prefixed);
+    }
+  }
+  if (log_fd_ >= 0) WriteFully(log_fd_, line);
+  if (tail_lines_ > 0) {
+    std::string_view text = line.substr(0, line.size() - 1);
+    tail_.emplace_back(text.substr(0, kMaxTailLineBytes));
+    if (tail_.size() > tail_lines_) tail_.pop_front();
+  }
+}
+
+}  // namespace hetrun::launcher

@@ -1,0 +1,65 @@
+// The supervisor of `hetrun run`: starts the local workers, forwards signals, reaps every
+// orphan, stops the group when one worker fails or hangs, restarts it within a budget, and
+// reports one exit code of the contract (ARCHITECTURE.md §4.3). Single-threaded: one poll loop
+// over a signalfd and the workers' output pipes; no work in asynchronous signal handlers.
+//
+// Guarantees, success or failure: when Supervise returns, every process it started and every
+// descendant re-parented to it (it is PID 1 or a child subreaper) has been reaped. Leftovers in
+// the workers' process groups get SIGTERM, then SIGKILL at the grace deadline.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "supervise/failure_report.h"
+#include "hetrun/base/status.h"
+
+namespace hetrun::launcher {
+
+/// One worker to start: its ranks and its whole environment (see WorkerEnvironment).
+struct WorkerSpec {
+  int rank = 0;
+  int local_rank = 0;
+  std::map<std::string, std::string> env;
+  std::vector<int> cpus{};  ///< CPU affinity (launcher/supervise/cpu_binding.h); empty = hetrun's own
+};
+
+struct SupervisorOptions {
+  std::vector<std::string> command;  ///< argv of every worker; argv[0] searched in its PATH
+  /// SIGTERM -> SIGKILL escalation: after a shutdown starts, whatever still runs when this has
+  /// passed gets SIGKILL. Set it below the pod's terminationGracePeriodSeconds.
+  std::chrono::milliseconds grace_period{30'000};
+  /// No heartbeat for this long -> hang (exit 75). Zero = hang detection off.
+  std::chrono::milliseconds hang_timeout{0};
+  bool tee = false;      ///< prefix console lines with "[rank R] "
+  std::string log_dir;   ///< one log file per rank and attempt; empty = none
+  int max_restarts = 0;  ///< restarts of the whole local group after a restartable failure
+  int console_out = STDOUT_FILENO;
+  int console_err = STDERR_FILENO;
+  size_t tail_lines = 20;  ///< stderr lines kept for the termination log
+  /// Called once hetrun's shutdown signals are blocked and read from the signalfd, before the
+  /// first worker starts (hetrun run arms the rendezvous' SIGTERM on peer failure here).
+  std::function<void()> on_signals_ready;
+};
+
+/// The workers of one attempt; `restart_count` is 0 for the first.
+using WorkerSpecsFn = std::function<Result<std::vector<WorkerSpec>>(int restart_count)>;
+
+struct SupervisorOutcome {
+  int exit_code = 0;  ///< 0, a worker's code, 128+N, 75, 126, 127
+  int restarts = 0;   ///< restarts done
+  bool failed = false;
+  WorkerFailure failure;  ///< what ended the last attempt (when failed)
+};
+
+/// Runs workers until they all succeed, or until a failure that is not restarted (or the
+/// budget is spent), or until hetrun is told to stop. Errors are system-call failures of the
+/// supervisor itself (exit 70); worker failures are outcomes, not errors.
+Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const WorkerSpecsFn& specs);
+
+}  // namespace hetrun::launcher

@@ -1,0 +1,35 @@
+#include "supervise/worker_env.h"
+
+namespace hetrun::launcher {
+
+std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
+                                                     const Topology& topology, size_t local_index,
+                                                     const WorkerEnvOptions& options) {
+  std::map<std::string, std::string> env = base.all();
+  int local_rank = topology.local_ranks.at(local_index);
+  int local_world_size = topology.local_world_size > 0 ? topology.local_world_size
+                                                       : static_cast<int>(topology.ranks.size());
+  env["RANK"] = std::to_string(topology.ranks.at(local_index));
+  env["WORLD_SIZE"] = std::to_string(topology.world_size);
+  env["LOCAL_RANK"] = std::to_string(local_rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(local_world_size);
+  env["GROUP_RANK"] = std::to_string(topology.node_rank.value);
+  env["GROUP_WORLD_SIZE"] = std::to_string(topology.nnodes.value);
+  env["MASTER_ADDR"] = topology.master_addr.value;
+  env["MASTER_PORT"] = std::to_string(topology.master_port.value);
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(options.restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);
+  env["TORCHELASTIC_RUN_ID"] = options.run_id;
+  if (local_world_size > 1 && !env.contains("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = "1";
+  // Worker local rank r uses the node's GPU r (the CUDA device order of the inventory).
+  if (options.inventory != nullptr && local_rank >= 0 &&
+      static_cast<size_t>(local_rank) < options.inventory->gpus.size()) {
+    env["HETRUN_GPU_FAMILY"] = options.inventory->gpus[static_cast<size_t>(local_rank)].family;
+  } else {
+    env.erase("HETRUN_GPU_FAMILY");
+  }
+  return env;
+}
+
+}  // namespace hetrun::launcher

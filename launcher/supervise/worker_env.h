@@ -1,0 +1,34 @@
+// The environment of one worker (ARCHITECTURE.md §4.2): what it inherits from hetrun plus the
+// torchrun-compatible variables, computed from a resolved Topology. A pure function.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "hetrun/base/env.h"
+#include "hetrun/job/inventory.h"
+#include "hetrun/job/topology.h"
+
+namespace hetrun::launcher {
+
+struct WorkerEnvOptions {
+  int restart_count = 0;        ///< TORCHELASTIC_RESTART_COUNT
+  int max_restarts = 0;         ///< TORCHELASTIC_MAX_RESTARTS
+  std::string run_id = "none";  ///< TORCHELASTIC_RUN_ID (torchrun's default for static runs)
+  const Inventory* inventory = nullptr;  ///< the node's GPUs (real or fake); null = unknown
+};
+
+/// The whole environment of the worker at `local_index` (an index into topology.ranks /
+/// topology.local_ranks): `base` (hetrun's own environment) with RANK, WORLD_SIZE, LOCAL_RANK,
+/// LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+/// TORCHELASTIC_USE_AGENT_STORE (False: hetrun hosts no store), TORCHELASTIC_RESTART_COUNT,
+/// TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID set, OMP_NUM_THREADS=1 when more than one
+/// worker runs on the node and the user did not set it (like torchrun), and HETRUN_GPU_FAMILY
+/// when the inventory has a GPU for this local rank. TORCH_NCCL_ASYNC_ERROR_HANDLING is left to
+/// PyTorch's own default unless the user set it.
+std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
+                                                     const Topology& topology, size_t local_index,
+                                                     const WorkerEnvOptions& options);
+
+}  // namespace hetrun::launcher

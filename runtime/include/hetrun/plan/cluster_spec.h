@@ -1,0 +1,65 @@
+// The pipeline slots a plan fills: stages in pipeline order, each a Volcano task replica on a GPU
+// family with a relative speed and a memory limit, read from a JSON file (README "hetrun plan").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hetrun/base/status.h"
+
+namespace hetrun::plan {
+
+/// One pipeline stage (one pod) after `count` has been expanded.
+struct StageSlot {
+  std::string task;        ///< Volcano task name (RFC 1123 label)
+  int64_t task_index = 0;  ///< this stage's index among its task's stages = the pod's VC_TASK_INDEX
+  std::string family;      ///< GPU family label value: "ampere", "hopper", ...
+  double speed = 0;        ///< relative compute speed of the family (> 0)
+  double memory_bytes = 0;  ///< most bytes of layers the stage may hold (> 0)
+};
+
+struct ClusterSpec {
+  std::vector<StageSlot> stages;                    ///< in pipeline order, at least one
+  std::map<std::string, double> family_speed;       ///< defaults merged with the file's entries
+  std::string label_key = "nvidia.com/gpu.family";  ///< node label the families are values of
+  std::optional<double> memory_ceiling_bytes;       ///< job-wide ceiling; caps every stage's memory
+
+  // Volcano Job settings (defaults are documented placeholders; flags override).
+  std::string job_name = "hetrun-pipeline";
+  std::string namespace_name;  ///< empty: no metadata.namespace (kubectl's current namespace)
+  std::string queue = "default";
+  std::string image = "registry.example.com/ai/hetrun-trainer:latest";
+  int64_t gpus_per_pod = 8;
+  std::vector<std::string> command = {"python3", "/workspace/train.py"};  ///< the trainer, after --
+
+  /// Task names in order of first appearance (the job's task order).
+  std::vector<std::string> TaskOrder() const;
+};
+
+/// Datasheet defaults: dense BF16 tensor throughput relative to an A100 SXM (312 TFLOP/s):
+/// ampere 1.0, hopper 3.17 (H100 SXM, 989 TFLOP/s). Measured ratios belong in the file.
+std::map<std::string, double> DefaultFamilySpeeds();
+
+/// Most pipeline stages a cluster may expand to.
+inline constexpr int64_t kMaxStages = 256;
+
+/// Parses the cluster JSON:
+///   {"family_speed": {"ampere": 1.0, "hopper": 3.17}, "label_key": "nvidia.com/gpu.family",
+///    "stages": [{"task": "heavy-stage-workers", "family": "hopper", "count": 4,
+///                "memory_bytes": 8.0e10}, ...]}
+/// memory_bytes (and memory_ceiling_bytes) take a number or a size string ("80GiB").
+/// Errors are kInvalidArgument and name `source` and the JSON path ("$.stages[2].family").
+Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_view source);
+
+/// Reads and parses `path`.
+Result<ClusterSpec> LoadClusterSpec(const std::string& path);
+
+/// True when `name` is an RFC 1123 label (Volcano task names): [a-z0-9]([-a-z0-9]*[a-z0-9])?,
+/// <= 63.
+bool IsDnsLabel(std::string_view name);
+
+}  // namespace hetrun::plan

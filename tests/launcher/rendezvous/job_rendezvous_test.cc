@@ -1,0 +1,284 @@
+// The rendezvous protocol over an in-memory Store shared by several launchers (threads).
+#include "rendezvous/job_rendezvous.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace hetrun::launcher {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One store state shared by every connection; `down` simulates node 0 going away.
+struct SharedState {
+  std::mutex mutex;
+  std::map<std::string, std::string> data;
+  bool down = false;
+};
+
+class InMemoryStore final : public Store {
+ public:
+  explicit InMemoryStore(std::shared_ptr<SharedState> state) : state_(std::move(state)) {}
+  Status Set(const std::string& key, const std::string& value) override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->down) return UnavailableError("connection reset");
+    state_->data[key] = value;
+    return Status::Ok();
+  }
+  Result<std::string> Get(const std::string& key) override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->down) return UnavailableError("connection reset");
+    auto it = state_->data.find(key);
+    if (it == state_->data.end()) return NotFoundError(key);
+    return it->second;
+  }
+  Result<std::string> SetIfAbsent(const std::string& key, const std::string& desired) override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->down) return UnavailableError("connection reset");
+    return state_->data.emplace(key, desired).first->second;
+  }
+  Result<int64_t> Add(const std::string& key, int64_t delta) override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->down) return UnavailableError("connection reset");
+    std::string& v = state_->data[key];
+    int64_t n = (v.empty() ? 0 : std::stoll(v)) + delta;
+    v = std::to_string(n);
+    return n;
+  }
+  Status Wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      Result<bool> all = Check(keys);
+      if (!all.ok()) return all.status();
+      if (*all) return Status::Ok();
+      if (std::chrono::steady_clock::now() >= deadline) return DeadlineExceededError("wait");
+      std::this_thread::sleep_for(2ms);
+    }
+  }
+  Result<bool> Check(const std::vector<std::string>& keys) override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->down) return UnavailableError("connection reset");
+    for (const std::string& key : keys) {
+      if (!state_->data.count(key)) return false;
+    }
+    return true;
+  }
+  Result<std::unique_ptr<Store>> Clone() override {
+    return std::unique_ptr<Store>(std::make_unique<InMemoryStore>(state_));
+  }
+
+ private:
+  std::shared_ptr<SharedState> state_;
+};
+
+NodeRecord Record(int rank, int nnodes) {
+  NodeRecord r;
+  r.hostname = "host-" + std::to_string(rank);
+  r.node_rank = rank;
+  r.nnodes = nnodes;
+  r.world_size = nnodes;
+  r.local_world_size = 1;
+  r.instance = r.hostname + ":" + std::to_string(rank);
+  r.hetrun_version = "0.1.0";
+  return r;
+}
+
+RendezvousOptions Options(int rank, int nnodes, std::chrono::milliseconds timeout = 5s) {
+  RendezvousOptions o;
+  o.nnodes = nnodes;
+  o.node_rank = rank;
+  o.endpoint = "test:0";
+  o.timeout = timeout;
+  o.heartbeat_interval = 20ms;
+  o.peer_timeout = 300ms;
+  return o;
+}
+
+// Runs Join for every record on its own thread; returns each node's result.
+std::vector<Result<std::vector<NodeRecord>>> JoinAll(std::shared_ptr<SharedState> state,
+                                                     const std::vector<NodeRecord>& records,
+                                                     int nnodes,
+                                                     std::chrono::milliseconds timeout = 5s) {
+  std::vector<std::optional<Result<std::vector<NodeRecord>>>> out(records.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < records.size(); ++i) {
+    threads.emplace_back([&, i] {
+      JobRendezvous rdzv(std::make_unique<InMemoryStore>(state),
+                         Options(records[i].node_rank, nnodes, timeout));
+      out[i] = rdzv.Join(records[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<Result<std::vector<NodeRecord>>> results;
+  for (auto& r : out) results.push_back(std::move(*r));
+  return results;
+}
+
+TEST(JobRendezvousTest, EveryNodeGetsEveryRecordInRankOrder) {
+  auto state = std::make_shared<SharedState>();
+  auto results = JoinAll(state, {Record(2, 3), Record(0, 3), Record(1, 3)}, 3);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->size(), 3u);
+    EXPECT_EQ((*r)[0].node_rank, 0);
+    EXPECT_EQ((*r)[2].hostname, "host-2");
+  }
+}
+
+TEST(JobRendezvousTest, TimeoutListsJoinedAndMissingNodeRanks) {
+  auto state = std::make_shared<SharedState>();
+  auto results = JoinAll(state, {Record(0, 4), Record(2, 4)}, 4, 200ms);
+  for (const auto& r : results) {
+    ASSERT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
+    EXPECT_NE(r.status().message().find("node ranks joined: 0, 2; missing: 1, 3"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(JobRendezvousTest, DuplicateNodeRankFailsEveryNodeWithTheSameMessage) {
+  auto state = std::make_shared<SharedState>();
+  NodeRecord dup = Record(1, 3);
+  dup.hostname = "intruder";
+  dup.instance = "intruder:9";
+  auto results = JoinAll(state, {Record(0, 3), Record(1, 3), dup}, 3);
+  for (const auto& r : results) {
+    ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("node rank 1 claimed twice"), std::string::npos);
+    EXPECT_EQ(r.status().message(), results[0].status().message());
+  }
+}
+
+TEST(JobRendezvousTest, DifferentWorldSizeFailsNamingBothNodes) {
+  auto state = std::make_shared<SharedState>();
+  NodeRecord odd = Record(1, 2);
+  odd.world_size = 5;
+  auto results = JoinAll(state, {Record(0, 2), odd}, 2);
+  for (const auto& r : results) {
+    ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("world size differs"), std::string::npos);
+  }
+}
+
+TEST(JobRendezvousTest, ExchangeGathersValuesOfThePublishers) {
+  auto state = std::make_shared<SharedState>();
+  std::vector<std::optional<Result<std::vector<std::string>>>> out(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      JobRendezvous rdzv(std::make_unique<InMemoryStore>(state), Options(r, 3));
+      out[r] = rdzv.Exchange("arch", {0, 2}, "value-" + std::to_string(r));
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& r : out) {
+    ASSERT_TRUE(r->ok());
+    EXPECT_EQ(**r, (std::vector<std::string>{"value-0", "value-2"}));
+  }
+}
+
+TEST(JobRendezvousTest, VanishedNodeIsNoticedWithinThePeerTimeout) {
+  auto state = std::make_shared<SharedState>();
+  JobRendezvous a(std::make_unique<InMemoryStore>(state), Options(0, 2));
+  auto b = std::make_unique<JobRendezvous>(std::make_unique<InMemoryStore>(state), Options(1, 2));
+  ASSERT_TRUE(a.StartHeartbeat().ok());
+  ASSERT_TRUE(b->StartHeartbeat().ok());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(a.PeerFailure().has_value());
+  b.reset();  // node 1 vanishes without a word
+  auto start = std::chrono::steady_clock::now();
+  while (!a.PeerFailure() && std::chrono::steady_clock::now() - start < 5s) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(a.PeerFailure().has_value());
+  EXPECT_EQ(a.PeerFailure()->code(), StatusCode::kUnavailable);
+  EXPECT_NE(a.PeerFailure()->message().find("node 1 lost: no heartbeat"), std::string::npos);
+}
+
+TEST(JobRendezvousTest, PeerThatFinishedCleanlyIsNotAFailureButANonZeroExitIs) {
+  auto state = std::make_shared<SharedState>();
+  JobRendezvous a(std::make_unique<InMemoryStore>(state), Options(0, 3));
+  JobRendezvous b(std::make_unique<InMemoryStore>(state), Options(1, 3));
+  JobRendezvous c(std::make_unique<InMemoryStore>(state), Options(2, 3));
+  ASSERT_TRUE(a.StartHeartbeat().ok());
+  ASSERT_TRUE(b.StartHeartbeat().ok());
+  ASSERT_TRUE(c.StartHeartbeat().ok());
+  std::this_thread::sleep_for(100ms);
+  b.Finish(0);
+  std::this_thread::sleep_for(600ms);  // longer than the peer timeout
+  EXPECT_FALSE(a.PeerFailure().has_value());
+  c.Finish(3);
+  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(a.PeerFailure().has_value());
+  EXPECT_NE(a.PeerFailure()->message().find("node 2 exited with 3"), std::string::npos);
+}
+
+TEST(JobRendezvousTest, LostStoreIsAPeerFailure) {
+  auto state = std::make_shared<SharedState>();
+  JobRendezvous b(std::make_unique<InMemoryStore>(state), Options(1, 2));
+  ASSERT_TRUE(b.StartHeartbeat().ok());
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->down = true;
+  }
+  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(b.PeerFailure().has_value());
+  EXPECT_NE(b.PeerFailure()->message().find("lost the rendezvous store"), std::string::npos);
+}
+
+// SIGTERM on a peer failure waits for ArmSigterm (before it, the signal would kill hetrun by its
+// default action); a failure seen before arming is sent at arming. SIGTERM stays blocked here
+// (in every thread: the heartbeat threads inherit the mask), so it stays pending to be checked.
+TEST(JobRendezvousTest, SigtermOnPeerFailureWaitsUntilArmed) {
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &term, &old), 0);
+  auto pending = [] {
+    sigset_t set;
+    sigpending(&set);
+    return sigismember(&set, SIGTERM) == 1;
+  };
+  ASSERT_FALSE(pending());
+  auto state = std::make_shared<SharedState>();
+  RendezvousOptions options = Options(1, 2);
+  options.sigterm_on_peer_failure = true;
+  {
+    JobRendezvous b(std::make_unique<InMemoryStore>(state), options);
+    ASSERT_TRUE(b.StartHeartbeat().ok());
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->down = true;
+    }
+    auto start = std::chrono::steady_clock::now();
+    while (!b.PeerFailure() && std::chrono::steady_clock::now() - start < 5s) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(b.PeerFailure().has_value());
+    EXPECT_FALSE(pending()) << "SIGTERM sent before ArmSigterm";
+    b.ArmSigterm();
+    EXPECT_TRUE(pending()) << "a failure seen before arming is sent at arming";
+  }
+  int received = 0;
+  const timespec now{0, 0};
+  received = sigtimedwait(&term, nullptr, &now);  // consume it
+  EXPECT_EQ(received, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &old, nullptr), 0);
+}
+
+TEST(JobRendezvousTest, StatusEncodingRoundTrips) {
+  Status s = ArchMismatchError("table\nline 2");
+  Status back = DecodeStatus(EncodeStatus(s));
+  EXPECT_EQ(back.code(), s.code());
+  EXPECT_EQ(back.message(), s.message());
+  EXPECT_TRUE(DecodeStatus("ok").ok());
+  EXPECT_EQ(DecodeStatus("garbage").code(), StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace hetrun::launcher

@@ -1,0 +1,71 @@
+#include "supervise/worker_env.h"
+
+#include <gtest/gtest.h>
+
+namespace hetrun::launcher {
+namespace {
+
+Topology TwoNodesOfTwo(int node_rank) {
+  Topology t;
+  t.source = "flags";
+  t.nnodes = {2, "--nnodes flag"};
+  t.node_rank = {node_rank, "--node-rank flag"};
+  t.nproc_per_node = {2, "--nproc-per-node flag"};
+  t.master_addr = {"master-0", "--master-addr flag"};
+  t.master_port = {29500, "--master-port flag"};
+  t.world_size = 4;
+  t.local_world_size = 2;
+  t.ranks = {node_rank * 2, node_rank * 2 + 1};
+  t.local_ranks = {0, 1};
+  return t;
+}
+
+TEST(WorkerEnvTest, WritesTheTorchrunVariablesForEachLocalWorker) {
+  auto env = WorkerEnvironment(Environment({{"PATH", "/bin"}}), TwoNodesOfTwo(1), 1,
+                               {.restart_count = 2, .max_restarts = 3, .run_id = "job"});
+  EXPECT_EQ(env["RANK"], "3");
+  EXPECT_EQ(env["WORLD_SIZE"], "4");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+  EXPECT_EQ(env["GROUP_RANK"], "1");
+  EXPECT_EQ(env["GROUP_WORLD_SIZE"], "2");
+  EXPECT_EQ(env["MASTER_ADDR"], "master-0");
+  EXPECT_EQ(env["MASTER_PORT"], "29500");
+  EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "2");
+  EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "3");
+  EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], "job");
+  EXPECT_EQ(env["TORCHELASTIC_USE_AGENT_STORE"], "False");
+  EXPECT_EQ(env["PATH"], "/bin") << "workers inherit hetrun's environment";
+}
+
+TEST(WorkerEnvTest, DefaultsOmpThreadsToOneOnlyWhenSeveralWorkersAndUnset) {
+  EXPECT_EQ(WorkerEnvironment({}, TwoNodesOfTwo(0), 0, {})["OMP_NUM_THREADS"], "1");
+  auto user = WorkerEnvironment(Environment({{"OMP_NUM_THREADS", "8"}}), TwoNodesOfTwo(0), 0, {});
+  EXPECT_EQ(user["OMP_NUM_THREADS"], "8");
+  Topology single = TwoNodesOfTwo(0);
+  single.ranks = {0};
+  single.local_ranks = {0};
+  single.local_world_size = 1;
+  EXPECT_FALSE(WorkerEnvironment({}, single, 0, {}).contains("OMP_NUM_THREADS"));
+}
+
+TEST(WorkerEnvTest, LeavesNcclAsyncErrorHandlingToPytorch) {
+  EXPECT_FALSE(
+      WorkerEnvironment({}, TwoNodesOfTwo(0), 0, {}).contains("TORCH_NCCL_ASYNC_ERROR_HANDLING"));
+}
+
+TEST(WorkerEnvTest, GpuFamilyComesFromTheLocalRanksGpu) {
+  Inventory inventory;
+  inventory.gpus = ParseFakeGpus("A100:8.0:81049,H100:9.0:81090").value();
+  auto first = WorkerEnvironment({}, TwoNodesOfTwo(0), 0, {.inventory = &inventory});
+  auto second = WorkerEnvironment({}, TwoNodesOfTwo(0), 1, {.inventory = &inventory});
+  EXPECT_EQ(first["HETRUN_GPU_FAMILY"], "ampere");
+  EXPECT_EQ(second["HETRUN_GPU_FAMILY"], "hopper");
+  inventory.gpus.resize(1);
+  EXPECT_FALSE(WorkerEnvironment(Environment({{"HETRUN_GPU_FAMILY", "stale"}}), TwoNodesOfTwo(0), 1,
+                                 {.inventory = &inventory})
+                   .contains("HETRUN_GPU_FAMILY"));
+}
+
+}  // namespace
+}  // namespace hetrun::launcher
