@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "hetrun/tuner/solver.h"
 #include "hetrun/tuner/random.h"
+#include "hetrun/tuner/solver.h"
 
 namespace {
 

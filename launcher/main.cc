@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "commands/command.h"
-#include "exit_code.h"
 #include "commands/global_options.h"
+#include "exit_code.h"
 #include "hetrun/base/env.h"
 #include "hetrun/base/logging.h"
 #include "supervise/termination_log.h"

@@ -11,11 +11,11 @@
 // Nothing but the step itself runs per step: the loss stays on the device until the window's
 // end, the tuner's one all-gather runs once per window, and rank 0 prints once per window.
 #include <hetrun/base/env.h>
+#include <hetrun/base/units.h>
 #include <hetrun/exact_gradients.h>
 #include <hetrun/runtime.h>
 #include <hetrun/step_timer.h>
 #include <hetrun/tuner_loop.h>
-#include <hetrun/base/units.h>
 #include <torch/torch.h>
 
 #include <chrono>

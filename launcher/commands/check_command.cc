@@ -8,12 +8,12 @@
 #include <ostream>
 
 #include "commands/command.h"
-#include "preflight/driver_load.h"
+#include "commands/options.h"
 #include "exit_code.h"
-#include "preflight/gpu_probe.h"
 #include "hetrun/arch/image_check.h"
 #include "hetrun/job/inventory.h"
-#include "commands/options.h"
+#include "preflight/driver_load.h"
+#include "preflight/gpu_probe.h"
 #include "preflight/torch_location.h"
 
 namespace hetrun::launcher {

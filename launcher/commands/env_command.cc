@@ -6,8 +6,8 @@
 #include <ostream>
 
 #include "commands/command.h"
-#include "exit_code.h"
 #include "commands/options.h"
+#include "exit_code.h"
 #include "preflight/topology_inputs.h"
 
 namespace hetrun::launcher {

@@ -7,9 +7,9 @@
 #include <ostream>
 
 #include "commands/command.h"
+#include "commands/options.h"
 #include "exit_code.h"
 #include "hetrun/arch/image_check.h"
-#include "commands/options.h"
 
 namespace hetrun::launcher {
 namespace {

@@ -9,12 +9,12 @@
 #include <ostream>
 
 #include "commands/command.h"
+#include "commands/options.h"
 #include "exit_code.h"
 #include "hetrun/plan/cluster_spec.h"
 #include "hetrun/plan/model_spec.h"
 #include "hetrun/plan/pipeline_planner.h"
 #include "hetrun/plan/volcano_job.h"
-#include "commands/options.h"
 
 namespace hetrun::launcher {
 namespace {

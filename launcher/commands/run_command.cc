@@ -1,25 +1,25 @@
 // `hetrun [run] [OPTIONS] -- COMMAND ARGS...`: resolve the job, run the preflight, then start
-// and supervise the local workers (launcher/supervise/supervisor.h) and exit with the contract's code.
-// Nothing heavy runs between exec and the first worker when no rendezvous is needed: no Python,
-// no libtorch, and no GPU probe unless --nproc-per-node auto asks for the GPU count.
+// and supervise the local workers (launcher/supervise/supervisor.h) and exit with the contract's
+// code. Nothing heavy runs between exec and the first worker when no rendezvous is needed: no
+// Python, no libtorch, and no GPU probe unless --nproc-per-node auto asks for the GPU count.
 #include <spdlog/spdlog.h>
 
 #include <cxxopts.hpp>
 #include <ostream>
 
 #include "commands/command.h"
-#include "supervise/cpu_binding.h"
-#include "exit_code.h"
-#include "hetrun/job/inventory.h"
-#include "hetrun/base/logging.h"
-#include "hetrun/job/topology.h"
-#include "hetrun/base/units.h"
 #include "commands/options.h"
+#include "exit_code.h"
+#include "hetrun/base/logging.h"
+#include "hetrun/base/units.h"
+#include "hetrun/job/inventory.h"
+#include "hetrun/job/topology.h"
 #include "preflight/preflight.h"
 #include "preflight/stage_env.h"
+#include "preflight/topology_inputs.h"
+#include "supervise/cpu_binding.h"
 #include "supervise/supervisor.h"
 #include "supervise/termination_log.h"
-#include "preflight/topology_inputs.h"
 #include "supervise/worker_env.h"
 
 namespace hetrun::launcher {

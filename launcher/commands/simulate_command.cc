@@ -7,10 +7,10 @@
 #include <ostream>
 
 #include "commands/command.h"
-#include "exit_code.h"
-#include "hetrun/tuner/simulator.h"
 #include "commands/options.h"
 #include "commands/svg_plot.h"
+#include "exit_code.h"
+#include "hetrun/tuner/simulator.h"
 
 namespace hetrun::launcher {
 namespace {

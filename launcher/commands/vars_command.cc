@@ -4,8 +4,8 @@
 #include <ostream>
 
 #include "commands/command.h"
-#include "exit_code.h"
 #include "commands/options.h"
+#include "exit_code.h"
 
 namespace hetrun::launcher {
 

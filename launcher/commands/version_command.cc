@@ -4,9 +4,9 @@
 #include <ostream>
 
 #include "commands/command.h"
+#include "commands/options.h"
 #include "exit_code.h"
 #include "hetrun/base/version.h"
-#include "commands/options.h"
 
 namespace hetrun::launcher {
 

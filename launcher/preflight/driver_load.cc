@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <sstream>
 
-#include "preflight/child_output.h"
 #include "hetrun/arch/fatbin.h"
+#include "preflight/child_output.h"
 
 namespace hetrun::launcher {
 namespace {

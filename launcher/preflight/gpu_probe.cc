@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <sstream>
 
-#include "preflight/child_output.h"
 #include "hetrun/base/units.h"
+#include "preflight/child_output.h"
 #ifdef HETRUN_WITH_KERNELS
 #include "hetrun/kernels.h"
 #endif

@@ -13,11 +13,11 @@
 #include <set>
 
 #include "exit_code.h"
-#include "preflight/gpu_probe.h"
-#include "hetrun/memory/alloc_conf.h"
 #include "hetrun/arch/image_check.h"
 #include "hetrun/base/units.h"
 #include "hetrun/base/version.h"
+#include "hetrun/memory/alloc_conf.h"
+#include "preflight/gpu_probe.h"
 #include "preflight/torch_location.h"
 
 #ifndef HETRUN_TORCH_VERSION

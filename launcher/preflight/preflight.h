@@ -18,9 +18,9 @@
 
 #include "hetrun/base/env.h"
 #include "hetrun/job/inventory.h"
-#include "hetrun/memory/memory_ceiling.h"
 #include "hetrun/job/node_record.h"
 #include "hetrun/job/topology.h"
+#include "hetrun/memory/memory_ceiling.h"
 #include "rendezvous/job_rendezvous.h"
 
 namespace hetrun::launcher {

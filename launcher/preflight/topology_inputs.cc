@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "preflight/gpu_probe.h"
 #include "hetrun/job/inventory.h"
+#include "preflight/gpu_probe.h"
 
 namespace hetrun::launcher {
 namespace {

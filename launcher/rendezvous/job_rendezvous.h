@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "hetrun/job/node_record.h"
 #include "hetrun/base/status.h"
+#include "hetrun/job/node_record.h"
 #include "rendezvous/rendezvous_api.h"
 
 namespace hetrun::launcher {

@@ -1,5 +1,5 @@
-// libhetrun_rendezvous.so: launcher/rendezvous/rendezvous_api.h's Store over libtorch's c10d::TCPStore.
-// Every c10 exception is caught here: none crosses into the launcher.
+// libhetrun_rendezvous.so: launcher/rendezvous/rendezvous_api.h's Store over libtorch's
+// c10d::TCPStore. Every c10 exception is caught here: none crosses into the launcher.
 #include <exception>
 #include <string>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>

@@ -15,9 +15,9 @@
 #include <memory>
 #include <optional>
 
-#include "supervise/child_process.h"
 #include "exit_code.h"
 #include "hetrun/base/units.h"
+#include "supervise/child_process.h"
 #include "supervise/output_tee.h"
 #include "supervise/signal_set.h"
 #include "supervise/unique_fd.h"

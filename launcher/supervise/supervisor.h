@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "supervise/failure_report.h"
 #include "hetrun/base/status.h"
+#include "supervise/failure_report.h"
 
 namespace hetrun::launcher {
 
@@ -26,7 +26,8 @@ struct WorkerSpec {
   int rank = 0;
   int local_rank = 0;
   std::map<std::string, std::string> env;
-  std::vector<int> cpus{};  ///< CPU affinity (launcher/supervise/cpu_binding.h); empty = hetrun's own
+  std::vector<int>
+      cpus{};  ///< CPU affinity (launcher/supervise/cpu_binding.h); empty = hetrun's own
 };
 
 struct SupervisorOptions {

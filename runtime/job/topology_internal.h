@@ -10,8 +10,8 @@
 
 #include "hetrun/base/env.h"
 #include "hetrun/base/status.h"
-#include "hetrun/job/topology.h"
 #include "hetrun/base/units.h"
+#include "hetrun/job/topology.h"
 
 namespace hetrun::topology_internal {
 

@@ -11,11 +11,11 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "backend_factory.h"
-#include "hetrun/job/emulated_slowdown.h"
-#include "hetrun/job/heartbeat.h"
 #include "hetrun/base/log_line.h"
 #include "hetrun/base/logging.h"
 #include "hetrun/base/units.h"
+#include "hetrun/job/emulated_slowdown.h"
+#include "hetrun/job/heartbeat.h"
 
 namespace hetrun {
 namespace {

@@ -21,14 +21,14 @@
 // already lands within R of B, so a typical call is two passes over the ranks plus two
 // selections. The answer depends only on the (value, rank) order, never on the path to it, so it
 // is the same on every rank for the same bytes. No heap; scratch is reused per thread.
+#include "hetrun/tuner/solver.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "hetrun/tuner/solver.h"
 
 namespace hetrun::tuner {
 namespace {

@@ -9,8 +9,8 @@
 #include <c10/util/Exception.h>
 #include <cuda_runtime_api.h>
 #include <hetrun/base/env.h>
-#include <hetrun/runtime.h>
 #include <hetrun/base/units.h>
+#include <hetrun/runtime.h>
 #include <torch/torch.h>
 
 #include <cstdio>

@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
-#include "supervise/cpu_binding.h"
 #include "run_harness.h"
+#include "supervise/cpu_binding.h"
 
 namespace hetrun {
 namespace {

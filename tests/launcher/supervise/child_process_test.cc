@@ -10,8 +10,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "supervise/cpu_binding.h"
 #include "run_process.h"
+#include "supervise/cpu_binding.h"
 
 namespace hetrun::launcher {
 namespace {

@@ -1,4 +1,6 @@
 // SolveShares: exact min-max integer split, checked against brute force on small cases.
+#include "hetrun/tuner/solver.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include <functional>
 #include <numeric>
 
-#include "hetrun/tuner/solver.h"
 #include "hetrun/tuner/random.h"
 
 namespace hetrun::tuner {

@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "hetrun/base/status.h"
 #include "hetrun/job/inventory.h"
 #include "hetrun/memory/memory_ceiling.h"
-#include "hetrun/base/status.h"
 
 namespace hetrun {
 

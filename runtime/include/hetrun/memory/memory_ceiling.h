@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "hetrun/job/inventory.h"
 #include "hetrun/base/status.h"
+#include "hetrun/job/inventory.h"
 
 namespace hetrun::memory {
 

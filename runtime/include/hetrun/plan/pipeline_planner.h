@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "hetrun/base/status.h"
 #include "hetrun/plan/cluster_spec.h"
 #include "hetrun/plan/model_spec.h"
-#include "hetrun/base/status.h"
 
 namespace hetrun::plan {
 

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "hetrun/base/status.h"
-#include "hetrun/tuner/solver.h"
 #include "hetrun/tuner/cost_model.h"
+#include "hetrun/tuner/solver.h"
 
 namespace hetrun::tuner {
 

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "hetrun/base/env.h"
-#include "hetrun/job/group_layout.h"
 #include "hetrun/base/status.h"
+#include "hetrun/job/group_layout.h"
 #include "hetrun/job/worker_identity.h"
 
 namespace hetrun {

@@ -16,9 +16,9 @@
 
 #include "hetrun/runtime.h"
 #include "hetrun/step_timer.h"
-#include "hetrun/tuner/solver.h"
 #include "hetrun/tuner/controller.h"
 #include "hetrun/tuner/micro_batch.h"
+#include "hetrun/tuner/solver.h"
 
 namespace hetrun {
 
