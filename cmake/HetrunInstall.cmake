@@ -31,7 +31,7 @@ if(TARGET hetrun_rendezvous)
   install(TARGETS hetrun_rendezvous LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/runtime/include/hetrun"
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
 install(FILES "${PROJECT_BINARY_DIR}/runtime/include/hetrun/base/version.h"
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hetrun/base)
 if(TARGET hetrun_torch)

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "commands/cli_global_options.h"
 #include "commands/command.h"
-#include "commands/global_options.h"
-#include "exit_code.h"
 #include "hetrun/base/env.h"
+#include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
 #include "supervise/termination_log.h"
 
@@ -30,7 +30,7 @@ int Main(int argc, char** argv) {
   } else {
     setup = from_env.status();
   }
-  auto global = ExtractGlobalOptions(&args);
+  auto global = ExtractCliGlobalOptions(&args);
   if (global.ok()) {
     if (global->log_format) log_options.format = *global->log_format;
     if (global->log_level) log_options.level = *global->log_level;

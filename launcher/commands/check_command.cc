@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "commands/cli_parse.h"
 #include "commands/command.h"
-#include "commands/options.h"
-#include "exit_code.h"
 #include "hetrun/arch/image_check.h"
+#include "hetrun/base/exit_code.h"
 #include "hetrun/job/inventory.h"
 #include "preflight/driver_load.h"
 #include "preflight/gpu_probe.h"
@@ -261,7 +261,7 @@ Status ConfirmOnDevices(const Targets& targets, const ArchCheckReport& report, b
 
 }  // namespace
 
-Result<int> RunCheckCommand(const CommandContext& context) {
+Result<int> commands::Check(const CommandContext& context) {
   cxxopts::Options options(
       "hetrun check",
       "Check that every target GPU can run the CUDA kernels of the scanned files (exit 80 when a "
@@ -282,7 +282,8 @@ Result<int> RunCheckCommand(const CommandContext& context) {
       "paths", "files or directories", cxxopts::value<std::vector<std::string>>())("h,help",
                                                                                    "this text");
   options.parse_positional({"paths"});
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseOptions(options, context.args));
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
+                          ParseSubcommandOptions(options, context.args));
   if (parsed.count("help")) {
     context.out << options.help();
     return kExitOk;

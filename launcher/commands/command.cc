@@ -4,7 +4,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "exit_code.h"
+#include "hetrun/base/exit_code.h"
 #include "hetrun/base/version.h"
 
 namespace hetrun::launcher {
@@ -65,17 +65,9 @@ std::string MainHelp() {
          "  --log-level LEVEL        trace, debug, info, warn, error or off\n"
          "  -h, --help               this text\n"
          "  --version                print the version\n\n"
-         "Exit codes:\n"
-         "  0        every worker succeeded\n"
-         "  1-63     a worker's own exit code, passed through (the first worker to fail)\n"
-         "  64       usage error (bad flags)\n"
-         "  70       internal error in hetrun\n"
-         "  75       transient: peer lost, rendezvous timeout, hang, collective timeout\n"
-         "  78       configuration error (bad or inconsistent environment, unreadable file)\n"
-         "  80       kernel-image / GPU architecture mismatch found by preflight\n"
-         "  81       GPU memory: the ceiling does not fit, or a worker ran out of memory\n"
-         "  126/127  worker command not executable / not found\n"
-         "  128+N    a worker (or hetrun) was killed by signal N\n\n"
+         "Exit codes (code, suggested Volcano action, meaning; see hetrun exit-codes --help):\n"
+      << ExitCodeText()
+      << "\n"
          "Environment variables:\n"
       << EnvVarTableText();
   return out.str();

@@ -1,5 +1,5 @@
-// Subcommands of the hetrun binary. Each lives in its own file (launcher/<name>_command.cc) and
-// is listed once in launcher/commands/command_table.cc.
+// Subcommands of the hetrun binary. Each lives in its own file
+// (launcher/commands/<name>_command.cc) and is listed once in launcher/commands/command_table.cc.
 #pragma once
 
 #include <iosfwd>
@@ -46,14 +46,18 @@ std::string MainHelp();
 Result<int> Dispatch(const std::vector<std::string>& args, const Environment& env,
                      std::ostream& out, std::ostream& err);
 
-// Subcommand entry points (one file each).
-Result<int> RunVersionCommand(const CommandContext& context);
-Result<int> RunVarsCommand(const CommandContext& context);
-Result<int> RunSimulateCommand(const CommandContext& context);
-Result<int> RunRunCommand(const CommandContext& context);
-Result<int> RunInspectCommand(const CommandContext& context);
-Result<int> RunCheckCommand(const CommandContext& context);
-Result<int> RunEnvCommand(const CommandContext& context);
-Result<int> RunPlanCommand(const CommandContext& context);
+// Subcommand entry points, one file each (launcher/commands/<name>_command.cc):
+// commands::Run is `hetrun run`, commands::ExitCodes is `hetrun exit-codes`.
+namespace commands {
+Result<int> Run(const CommandContext& context);
+Result<int> Env(const CommandContext& context);
+Result<int> Plan(const CommandContext& context);
+Result<int> Inspect(const CommandContext& context);
+Result<int> Check(const CommandContext& context);
+Result<int> Simulate(const CommandContext& context);
+Result<int> Vars(const CommandContext& context);
+Result<int> ExitCodes(const CommandContext& context);
+Result<int> Version(const CommandContext& context);
+}  // namespace commands
 
 }  // namespace hetrun::launcher

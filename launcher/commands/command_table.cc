@@ -5,17 +5,19 @@ namespace {
 
 constexpr Subcommand kSubcommands[] = {
     {"run", "start and supervise the local workers: hetrun [run] [OPTIONS] -- COMMAND ARGS...",
-     RunRunCommand},
+     commands::Run},
     {"env", "show the job topology (nodes, ranks, master) and where each value came from",
-     RunEnvCommand},
-    {"plan", "pipeline stage split for mixed GPUs, and its Volcano Job", RunPlanCommand},
-    {"inspect", "list the CUDA kernel images (SASS, PTX) in ELF files", RunInspectCommand},
+     commands::Env},
+    {"plan", "pipeline stage split for mixed GPUs, and its Volcano Job", commands::Plan},
+    {"inspect", "list the CUDA kernel images (SASS, PTX) in ELF files", commands::Inspect},
     {"check", "check that every target GPU can run the kernels of an image (exit 80 if not)",
-     RunCheckCommand},
+     commands::Check},
     {"simulate", "run the load-balancing tuner on a scenario, against baselines",
-     RunSimulateCommand},
-    {"vars", "list every environment variable hetrun reads or writes", RunVarsCommand},
-    {"version", "print hetrun's version and build features", RunVersionCommand},
+     commands::Simulate},
+    {"vars", "list every environment variable hetrun reads or writes", commands::Vars},
+    {"exit-codes", "list hetrun's exit codes and the Volcano policies keyed on them",
+     commands::ExitCodes},
+    {"version", "print hetrun's version and build features", commands::Version},
 };
 
 }  // namespace

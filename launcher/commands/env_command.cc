@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "commands/cli_parse.h"
 #include "commands/command.h"
-#include "commands/options.h"
-#include "exit_code.h"
+#include "hetrun/base/exit_code.h"
 #include "preflight/topology_inputs.h"
 
 namespace hetrun::launcher {
@@ -91,14 +91,15 @@ void PrintText(const Topology& t, std::ostream& out) {
 
 }  // namespace
 
-Result<int> RunEnvCommand(const CommandContext& context) {
+Result<int> commands::Env(const CommandContext& context) {
   cxxopts::Options options("hetrun env",
                            "Show the job topology resolved from flags, HETRUN_* and the launcher "
                            "environment (Volcano, Kubeflow, Open MPI, MPICH, Slurm), with the "
                            "source of every field.");
   options.add_options()("json", "print JSON (ARCHITECTURE.md §4.5 keys)")("h,help", "this text");
   AddTopologyOptions(options);
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseOptions(options, context.args));
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
+                          ParseSubcommandOptions(options, context.args));
   if (parsed.count("help")) {
     context.out << options.help({"", "topology"});
     return kExitOk;

@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "commands/cli_parse.h"
 #include "commands/command.h"
-#include "commands/options.h"
-#include "exit_code.h"
 #include "hetrun/arch/image_check.h"
+#include "hetrun/base/exit_code.h"
 
 namespace hetrun::launcher {
 namespace {
@@ -122,7 +122,7 @@ void PrintFile(std::ostream& out, const ScannedFile& file, const arch::ElfFile* 
 
 }  // namespace
 
-Result<int> RunInspectCommand(const CommandContext& context) {
+Result<int> commands::Inspect(const CommandContext& context) {
   cxxopts::Options options("hetrun inspect",
                            "List the CUDA kernel images (SASS cubins, PTX) in ELF executables and "
                            "shared objects, like cuobjdump --list-elf --list-ptx. Directories are "
@@ -133,7 +133,8 @@ Result<int> RunInspectCommand(const CommandContext& context) {
       "paths", "files or directories", cxxopts::value<std::vector<std::string>>())("h,help",
                                                                                    "this text");
   options.parse_positional({"paths"});
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseOptions(options, context.args));
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
+                          ParseSubcommandOptions(options, context.args));
   if (parsed.count("help")) {
     context.out << options.help();
     return kExitOk;

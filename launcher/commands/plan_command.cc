@@ -8,9 +8,9 @@
 #include <optional>
 #include <ostream>
 
+#include "commands/cli_parse.h"
 #include "commands/command.h"
-#include "commands/options.h"
-#include "exit_code.h"
+#include "hetrun/base/exit_code.h"
 #include "hetrun/plan/cluster_spec.h"
 #include "hetrun/plan/model_spec.h"
 #include "hetrun/plan/pipeline_planner.h"
@@ -67,7 +67,7 @@ Status ApplyJobFlags(const cxxopts::ParseResult& parsed, plan::ClusterSpec* clus
 
 }  // namespace
 
-Result<int> RunPlanCommand(const CommandContext& context) {
+Result<int> commands::Plan(const CommandContext& context) {
   cxxopts::Options options(
       "hetrun plan",
       "Split a model's layers over pipeline stages on mixed GPU generations: the split that "
@@ -89,7 +89,8 @@ Result<int> RunPlanCommand(const CommandContext& context) {
                                                                cxxopts::value<std::string>())(
       "o,output", "write to FILE instead of stdout", cxxopts::value<std::string>())("h,help",
                                                                                     "this text");
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseOptions(options, context.args));
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
+                          ParseSubcommandOptions(options, context.args));
   if (parsed.count("help")) {
     context.out << options.help();
     return kExitOk;

@@ -7,9 +7,9 @@
 #include <cxxopts.hpp>
 #include <ostream>
 
+#include "commands/cli_parse.h"
 #include "commands/command.h"
-#include "commands/options.h"
-#include "exit_code.h"
+#include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
 #include "hetrun/base/units.h"
 #include "hetrun/job/inventory.h"
@@ -125,7 +125,7 @@ Result<std::vector<std::vector<int>>> WorkerCpus(CpuBind mode, const Topology& t
 
 }  // namespace
 
-Result<int> RunRunCommand(const CommandContext& context) {
+Result<int> commands::Run(const CommandContext& context) {
   cxxopts::Options options("hetrun run",
                            "Start the local workers of a training job and supervise them.");
   options.custom_help("[OPTIONS] -- COMMAND [ARGS...]   (run is the default subcommand)");
@@ -156,7 +156,7 @@ Result<int> RunRunCommand(const CommandContext& context) {
   AddPreflightOptions(options);
   std::vector<std::string> command;
   HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
-                          ParseOptions(options, context.args, &command));
+                          ParseSubcommandOptions(options, context.args, &command));
   if (parsed.count("help")) {
     context.out << options.help({"topology", "supervision", "preflight"});
     return kExitOk;

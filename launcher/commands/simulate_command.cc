@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "commands/cli_parse.h"
 #include "commands/command.h"
-#include "commands/options.h"
 #include "commands/svg_plot.h"
-#include "exit_code.h"
+#include "hetrun/base/exit_code.h"
 #include "hetrun/tuner/simulator.h"
 
 namespace hetrun::launcher {
@@ -105,13 +105,14 @@ Status WritePlot(const SimulationResult& r, const std::string& path) {
 
 }  // namespace
 
-Result<int> RunSimulateCommand(const CommandContext& context) {
+Result<int> commands::Simulate(const CommandContext& context) {
   cxxopts::Options options("hetrun simulate",
                            "Run the load-balancing tuner on a scenario, against baselines.");
   options.add_options()("scenario", "scenario file (JSON)", cxxopts::value<std::string>())(
       "json", "print the result as JSON")("plot", "write an SVG chart of iteration time per window",
                                           cxxopts::value<std::string>())("h,help", "this text");
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseOptions(options, context.args));
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
+                          ParseSubcommandOptions(options, context.args));
   if (parsed.count("help")) {
     context.out << options.help();
     return kExitOk;

@@ -3,18 +3,19 @@
 #include <cxxopts.hpp>
 #include <ostream>
 
+#include "commands/cli_parse.h"
 #include "commands/command.h"
-#include "commands/options.h"
-#include "exit_code.h"
+#include "hetrun/base/exit_code.h"
 
 namespace hetrun::launcher {
 
-Result<int> RunVarsCommand(const CommandContext& context) {
+Result<int> commands::Vars(const CommandContext& context) {
   cxxopts::Options options("hetrun vars",
                            "List every environment variable hetrun reads or writes.");
   options.add_options()("markdown", "print the README's Markdown table")(
       "set", "only variables set in this environment, with their values")("h,help", "this text");
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseOptions(options, context.args));
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
+                          ParseSubcommandOptions(options, context.args));
   if (parsed.count("help")) {
     context.out << options.help();
     return kExitOk;

@@ -3,17 +3,18 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "commands/cli_parse.h"
 #include "commands/command.h"
-#include "commands/options.h"
-#include "exit_code.h"
+#include "hetrun/base/exit_code.h"
 #include "hetrun/base/version.h"
 
 namespace hetrun::launcher {
 
-Result<int> RunVersionCommand(const CommandContext& context) {
+Result<int> commands::Version(const CommandContext& context) {
   cxxopts::Options options("hetrun version", "Print hetrun's version and build features.");
   options.add_options()("json", "print JSON")("h,help", "this text");
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseOptions(options, context.args));
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
+                          ParseSubcommandOptions(options, context.args));
   if (parsed.count("help")) {
     context.out << options.help();
     return kExitOk;

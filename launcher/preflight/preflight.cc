@@ -12,8 +12,8 @@
 #include <random>
 #include <set>
 
-#include "exit_code.h"
 #include "hetrun/arch/image_check.h"
+#include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
 #include "hetrun/base/version.h"
 #include "hetrun/memory/alloc_conf.h"

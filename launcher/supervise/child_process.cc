@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "exit_code.h"
+#include "hetrun/base/exit_code.h"
 
 namespace hetrun::launcher {
 namespace {

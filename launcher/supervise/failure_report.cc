@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "exit_code.h"
+#include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
 #include "supervise/signal_set.h"
 #include "supervise/termination_log.h"

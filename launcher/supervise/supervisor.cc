@@ -15,7 +15,7 @@
 #include <memory>
 #include <optional>
 
-#include "exit_code.h"
+#include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
 #include "supervise/child_process.h"
 #include "supervise/output_tee.h"

@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "hetrun/base/exit_code.h"
 #include "plan/yaml_writer.h"
 
 namespace hetrun::plan {
@@ -24,8 +25,8 @@ Json Metadata(const ClusterSpec& cluster) {
 
 Json PoliciesJson() {
   Json policies = Json::array();
-  for (const JobPolicy& policy : ExitCodePolicies()) {
-    if (policy.exit_code != 0) {
+  for (const VolcanoPolicy& policy : VolcanoPolicies()) {
+    if (policy.exit_code >= 0) {
       policies.push_back({{"exitCode", policy.exit_code}, {"action", policy.action}});
     } else {
       policies.push_back({{"event", policy.event}, {"action", policy.action}});
@@ -63,14 +64,15 @@ Json Container(const ClusterSpec& cluster, Json env) {
 
 std::string PolicyHeader() {
   std::string text =
-      "Policies key on hetrun's exit codes (README \"Volcano exit-code policies\"); exit-code\n"
-      "entries come before the PodFailed catch-all, which would otherwise match first.\n";
-  for (const JobPolicy& policy : ExitCodePolicies()) {
-    char line[160];
-    std::snprintf(line, sizeof line, "  %-14s -> %-12s %s\n",
-                  policy.exit_code != 0 ? ("exit " + std::to_string(policy.exit_code)).c_str()
-                                        : policy.event.c_str(),
-                  policy.action.c_str(), policy.why.c_str());
+      "Policies key on hetrun's exit codes (`hetrun exit-codes`); exit-code entries come\n"
+      "before the PodFailed catch-all, which would otherwise match first.\n";
+  for (const VolcanoPolicy& policy : VolcanoPolicies()) {
+    std::string key = policy.exit_code >= 0 ? "exit " + std::to_string(policy.exit_code)
+                                            : std::string(policy.event);
+    std::string action(policy.action);
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-14s -> %-12s %.*s\n", key.c_str(), action.c_str(),
+                  static_cast<int>(policy.meaning.size()), policy.meaning.data());
     text += line;
   }
   return text;
@@ -83,22 +85,6 @@ std::string Join(const std::vector<std::string>& words) {
 }
 
 }  // namespace
-
-std::vector<JobPolicy> ExitCodePolicies() {
-  return {
-      {75, "", "RestartJob", "transient: peer lost, rendezvous timeout, hang"},
-      {143, "", "RestartJob", "SIGTERM (preemption), shut down gracefully"},
-      {64, "", "TerminateJob", "usage error: bad flags"},
-      {70, "", "TerminateJob", "internal error in hetrun"},
-      {78, "", "TerminateJob", "configuration error"},
-      {80, "", "TerminateJob", "kernel images do not cover a GPU's architecture"},
-      {126, "", "TerminateJob", "worker command not executable"},
-      {127, "", "TerminateJob", "worker command not found"},
-      {81, "", "AbortJob", "GPU memory: fix the ceiling or the batch, then resume"},
-      {0, "PodEvicted", "RestartJob", "pod evicted by Kubernetes"},
-      {0, "PodFailed", "AbortJob", "anything else (worker's own exit code): no crash loop"},
-  };
-}
 
 std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster) {
   const std::vector<std::string> order = cluster.TaskOrder();

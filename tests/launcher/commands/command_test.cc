@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "hetrun/base/exit_code.h"
+
 namespace hetrun::launcher {
 namespace {
 
@@ -22,7 +24,8 @@ TEST(CommandTest, HelpListsEverySubcommandAndTheExitCodes) {
   for (const Subcommand& sub : Subcommands()) {
     EXPECT_NE(out.find("  " + std::string(sub.name)), std::string::npos) << sub.name;
   }
-  EXPECT_NE(out.find("78       configuration error"), std::string::npos);
+  EXPECT_NE(out.find(ExitCodeText()), std::string::npos) << "the exit-code table";
+  EXPECT_NE(out.find("78         TerminateJob  configuration error"), std::string::npos);
   EXPECT_NE(out.find("HETRUN_FAKE_GPUS"), std::string::npos);
 }
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "hetrun/base/exit_code.h"
 #include "hetrun/plan/cluster_spec.h"
 #include "hetrun/plan/model_spec.h"
 #include "openapi_validator.h"
@@ -20,8 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The CRD lives next to the repository (../shared/schemas); checkouts without it skip that part.
-const fs::path kSchemaDir = fs::path(HETRUN_SOURCE_DIR) / ".." / "shared" / "schemas";
+// Volcano's published Job CRD, kept as test data (tests/data/volcano/README.md: source, license).
+const fs::path kSchemaDir = fs::path(HETRUN_SOURCE_DIR) / "tests" / "data" / "volcano";
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path);
@@ -33,7 +34,6 @@ std::string ReadFile(const fs::path& path) {
 const json* JobSchema() {
   static const json* schema = [] {
     fs::path crd = kSchemaDir / "volcano-batch-job-crd.yaml";
-    if (!fs::exists(crd)) return static_cast<json*>(nullptr);
     return new json(testing::CrdSchema(testing::YamlToJson(ReadFile(crd)), "v1alpha1"));
   }();
   return schema;
@@ -51,9 +51,7 @@ void ExpectValidJob(const std::string& yaml, const std::string& what) {
   EXPECT_EQ(job["apiVersion"], "batch.volcano.sh/v1alpha1") << what;
   EXPECT_EQ(job["kind"], "Job") << what;
   EXPECT_EQ(Joined(testing::VolcanoAdmissionErrors(job)), "") << what;
-  if (JobSchema() != nullptr) {
-    EXPECT_EQ(Joined(testing::ValidateOpenApi(*JobSchema(), job)), "") << what;
-  }
+  EXPECT_EQ(Joined(testing::ValidateOpenApi(*JobSchema(), job)), "") << what;
 }
 
 struct Seed {
@@ -70,12 +68,10 @@ Seed LoadSeed() {
   return seed;
 }
 
-TEST(VolcanoJobTest, CrdSchemaIsPresentOrSkippedWithAMessage) {
-  if (JobSchema() == nullptr) {
-    GTEST_SKIP() << "no Volcano CRD at " << kSchemaDir
-                 << ": manifests are checked against the admission rules only";
-  }
+TEST(VolcanoJobTest, CrdSchemaIsTheJobsV1alpha1Schema) {
+  ASSERT_TRUE(fs::exists(kSchemaDir / "volcano-batch-job-crd.yaml")) << kSchemaDir;
   EXPECT_TRUE(JobSchema()->contains("properties"));
+  EXPECT_TRUE((*JobSchema())["properties"].contains("spec"));
 }
 
 TEST(VolcanoJobTest, PipelineJobIsAValidGangJob) {
@@ -107,10 +103,27 @@ TEST(VolcanoJobTest, PipelineJobIsAValidGangJob) {
   EXPECT_EQ(heavy["template"]["spec"]["nodeSelector"]["gpu.infra/family"], "hopper");
 }
 
-TEST(VolcanoJobTest, ExitCodePoliciesComeBeforeTheCatchAll) {
+// The `policies` hetrun's exit-code table asks for, as a parsed manifest writes them.
+json TablePolicies() {
+  json policies = json::array();
+  for (const VolcanoPolicy& policy : VolcanoPolicies()) {
+    if (policy.exit_code >= 0) {
+      policies.push_back({{"exitCode", policy.exit_code}, {"action", policy.action}});
+    } else {
+      policies.push_back({{"event", policy.event}, {"action", policy.action}});
+    }
+  }
+  return policies;
+}
+
+TEST(VolcanoJobTest, EmittedPoliciesAreTheExitCodeTables) {
   Seed seed = LoadSeed();
-  json job = testing::YamlToJson(PipelineJobYaml(seed.plan, seed.cluster));
-  const json& policies = job["spec"]["policies"];
+  json pipeline = testing::YamlToJson(PipelineJobYaml(seed.plan, seed.cluster));
+  EXPECT_EQ(pipeline["spec"]["policies"], TablePolicies());
+  json homogeneous = testing::YamlToJson(HomogeneousJobYaml(seed.cluster, ""));
+  EXPECT_EQ(homogeneous["spec"]["policies"], TablePolicies());
+  // And what the table says, as Volcano reads it: codes first, the catch-all last.
+  const json& policies = pipeline["spec"]["policies"];
   std::map<int, std::string> actions;
   size_t last_code = 0, catch_all = 0;
   for (size_t i = 0; i < policies.size(); ++i) {
@@ -128,6 +141,33 @@ TEST(VolcanoJobTest, ExitCodePoliciesComeBeforeTheCatchAll) {
   EXPECT_EQ(actions[78], "TerminateJob");
   EXPECT_EQ(actions[80], "TerminateJob");
   EXPECT_EQ(actions[81], "AbortJob");
+}
+
+TEST(VolcanoJobTest, EveryExampleCarriesTheExitCodeTablesPolicies) {
+  fs::path dir = fs::path(HETRUN_SOURCE_DIR) / "examples" / "volcano";
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    json job = testing::YamlToJson(ReadFile(entry.path()));
+    EXPECT_EQ(job["spec"]["policies"], TablePolicies())
+        << entry.path() << ": copy the policies of `hetrun exit-codes --json`";
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
+}
+
+TEST(VolcanoJobTest, ReadmePolicyBlockIsTheExitCodeTables) {
+  std::string readme = ReadFile(fs::path(HETRUN_SOURCE_DIR) / "README.md");
+  size_t section = readme.find("\n## Volcano exit-code policies\n");
+  ASSERT_NE(section, std::string::npos);
+  size_t begin = readme.find("```yaml\n", section);
+  ASSERT_NE(begin, std::string::npos);
+  begin += 8;
+  size_t end = readme.find("```", begin);
+  json block = testing::YamlToJson(readme.substr(begin, end - begin));
+  EXPECT_EQ(block["policies"], TablePolicies())
+      << "README.md's policies block differs from `hetrun exit-codes --json`";
+  EXPECT_EQ(block["maxRetry"], 3);
 }
 
 TEST(VolcanoJobTest, StrictHomogeneousJobPinsEveryPodToOneFamily) {
@@ -165,7 +205,6 @@ TEST(VolcanoJobTest, OutputIsDeterministic) {
 }
 
 TEST(VolcanoJobTest, ValidatorRejectsTheSeedsUnquotedEnvValue) {
-  if (JobSchema() == nullptr) GTEST_SKIP() << "no Volcano CRD at " << kSchemaDir;
   // The seed article writes `value: 48`: an integer where Kubernetes wants a string.
   json job = testing::YamlToJson(R"(apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
@@ -218,6 +257,14 @@ TEST(VolcanoJobTest, PipelineExampleIsWhatThePlannerWrites) {
       << "regenerate with: hetrun plan --cluster examples/plan/seed-cluster.json --model "
          "examples/plan/seed-model.json --emit volcano -o "
          "examples/volcano/heterogeneous-pipeline.yaml";
+}
+
+TEST(VolcanoJobTest, HomogeneousExampleIsWhatThePlannerWrites) {
+  ClusterSpec pool = *LoadClusterSpec(HETRUN_SOURCE_DIR "/examples/plan/hopper-pool.json");
+  EXPECT_EQ(ReadFile(fs::path(HETRUN_SOURCE_DIR) / "examples/volcano/homogeneous-hopper.yaml"),
+            HomogeneousJobYaml(pool, ""))
+      << "regenerate with: hetrun plan --cluster examples/plan/hopper-pool.json --emit volcano "
+         "--strict-homogeneous -o examples/volcano/homogeneous-hopper.yaml";
 }
 
 TEST(VolcanoJobTest, CommandLineEmissionIsValid) {

@@ -12,7 +12,7 @@
 namespace hetrun {
 
 /// What went wrong, chosen so the caller knows whether to retry. The launcher maps each code to
-/// one exit code (ARCHITECTURE.md §4.3); see ExitCodeFor() in launcher/exit_code.h.
+/// one exit code (docs/ARCHITECTURE.md §4.3); see ExitCodeFor() in hetrun/base/exit_code.h.
 enum class StatusCode {
   kOk = 0,
   kUsage,               ///< bad command-line flags or arguments (exit 64)

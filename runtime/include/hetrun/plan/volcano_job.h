@@ -1,5 +1,6 @@
 // Volcano Job (batch.volcano.sh/v1alpha1) manifests for a pipeline plan or a homogeneous gang job,
-// written as deterministic YAML, with policies keyed on hetrun's exit codes (ARCHITECTURE.md §4.3).
+// written as deterministic YAML, with the policies of hetrun's exit-code table
+// (hetrun/base/exit_code.h, VolcanoPolicies(); docs/ARCHITECTURE.md §4.3).
 #pragma once
 
 #include <string>
@@ -9,19 +10,6 @@
 #include "hetrun/plan/pipeline_planner.h"
 
 namespace hetrun::plan {
-
-/// One lifecycle policy: an exit code (or, when exit_code is 0, an event) and the action.
-struct JobPolicy {
-  int exit_code = 0;
-  std::string event;  ///< "PodEvicted", "PodFailed" when exit_code is 0
-  std::string action;
-  std::string why;  ///< written as a YAML comment
-};
-
-/// The policies every emitted job carries, exit codes first and the PodFailed catch-all last:
-/// 75, 143 → RestartJob; 64, 70, 78, 80, 126, 127 → TerminateJob; 81 → AbortJob;
-/// PodEvicted → RestartJob; PodFailed → AbortJob.
-std::vector<JobPolicy> ExitCodePolicies();
 
 /// The heterogeneous pipeline job: one task per stage group (a task name), replicas = its stages,
 /// nodeSelector {label_key: family}, the plan's HETRUN_* variables, PIPELINE_STAGE_LAYERS (the

@@ -1,4 +1,4 @@
-#include "commands/global_options.h"
+#include "commands/cli_global_options.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@ TEST(GlobalOptionsTest, RemovesLogOptionsAnywhereBeforeDoubleDash) {
   std::vector<std::string> args = {"env",    "--log-format",      "json",
                                    "--json", "--log-level=debug", "--",
                                    "cmd",    "--log-format",      "text"};
-  Result<GlobalOptions> global = ExtractGlobalOptions(&args);
+  Result<CliGlobalOptions> global = ExtractCliGlobalOptions(&args);
   ASSERT_TRUE(global.ok()) << global.status().ToString();
   EXPECT_EQ(global->log_format, LogFormat::kJson);
   EXPECT_EQ(global->log_level, "debug");
@@ -18,9 +18,9 @@ TEST(GlobalOptionsTest, RemovesLogOptionsAnywhereBeforeDoubleDash) {
 
 TEST(GlobalOptionsTest, BadFormatOrMissingValueIsAUsageError) {
   std::vector<std::string> bad_format = {"--log-format", "xml"};
-  EXPECT_EQ(ExtractGlobalOptions(&bad_format).status().code(), StatusCode::kUsage);
+  EXPECT_EQ(ExtractCliGlobalOptions(&bad_format).status().code(), StatusCode::kUsage);
   std::vector<std::string> missing = {"env", "--log-level"};
-  EXPECT_EQ(ExtractGlobalOptions(&missing).status().code(), StatusCode::kUsage);
+  EXPECT_EQ(ExtractCliGlobalOptions(&missing).status().code(), StatusCode::kUsage);
 }
 
 }  // namespace

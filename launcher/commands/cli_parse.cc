@@ -1,10 +1,10 @@
-#include "commands/options.h"
+#include "commands/cli_parse.h"
 
 namespace hetrun::launcher {
 
-Result<cxxopts::ParseResult> ParseOptions(cxxopts::Options& options,
-                                          const std::vector<std::string>& args,
-                                          std::vector<std::string>* rest) {
+Result<cxxopts::ParseResult> ParseSubcommandOptions(cxxopts::Options& options,
+                                                    const std::vector<std::string>& args,
+                                                    std::vector<std::string>* rest) {
   std::vector<std::string> own;
   size_t i = 0;
   for (; i < args.size(); ++i) {

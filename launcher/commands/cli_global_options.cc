@@ -1,9 +1,9 @@
-#include "commands/global_options.h"
+#include "commands/cli_global_options.h"
 
 namespace hetrun::launcher {
 
-Result<GlobalOptions> ExtractGlobalOptions(std::vector<std::string>* args) {
-  GlobalOptions global;
+Result<CliGlobalOptions> ExtractCliGlobalOptions(std::vector<std::string>* args) {
+  CliGlobalOptions global;
   std::vector<std::string> kept;
   size_t i = 0;
   for (; i < args->size(); ++i) {

@@ -10,13 +10,13 @@
 
 namespace hetrun::launcher {
 
-struct GlobalOptions {
+struct CliGlobalOptions {
   std::optional<LogFormat> log_format;
   std::optional<std::string> log_level;
 };
 
 /// Removes --log-format/--log-level (as "--opt V" or "--opt=V") from `args` up to a lone "--",
 /// anywhere on the line, so every subcommand accepts them.
-Result<GlobalOptions> ExtractGlobalOptions(std::vector<std::string>* args);
+Result<CliGlobalOptions> ExtractCliGlobalOptions(std::vector<std::string>* args);
 
 }  // namespace hetrun::launcher

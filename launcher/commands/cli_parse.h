@@ -11,8 +11,8 @@ namespace hetrun::launcher {
 
 /// Parses `args` with `options`; a cxxopts error becomes a usage error naming the bad option.
 /// Arguments after a lone "--" are left for the caller in `*rest` (when not null).
-Result<cxxopts::ParseResult> ParseOptions(cxxopts::Options& options,
-                                          const std::vector<std::string>& args,
-                                          std::vector<std::string>* rest = nullptr);
+Result<cxxopts::ParseResult> ParseSubcommandOptions(cxxopts::Options& options,
+                                                    const std::vector<std::string>& args,
+                                                    std::vector<std::string>* rest = nullptr);
 
 }  // namespace hetrun::launcher

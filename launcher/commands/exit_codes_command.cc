@@ -1,0 +1,40 @@
+// `hetrun exit-codes [--markdown] [--json]`: hetrun's exit codes, what they mean and the Volcano
+// action each suggests, from the one table (runtime/include/hetrun/base/exit_codes.def). The
+// README's table is `hetrun exit-codes --markdown`.
+#include <cxxopts.hpp>
+#include <ostream>
+
+#include "commands/cli_parse.h"
+#include "commands/command.h"
+#include "hetrun/base/exit_code.h"
+
+namespace hetrun::launcher {
+
+Result<int> commands::ExitCodes(const CommandContext& context) {
+  cxxopts::Options options("hetrun exit-codes",
+                           "List hetrun's exit codes and the Volcano policies keyed on them.");
+  options.add_options()("markdown", "print the README's Markdown table")(
+      "json", "print {\"exit_codes\": [...], \"policies\": [...]} as JSON")("h,help", "this text");
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
+                          ParseSubcommandOptions(options, context.args));
+  if (parsed.count("help")) {
+    context.out << options.help();
+    return kExitOk;
+  }
+  if (!parsed.unmatched().empty()) {
+    return UsageError("hetrun exit-codes takes no arguments, got '" + parsed.unmatched()[0] + "'");
+  }
+  if (parsed.count("markdown") && parsed.count("json")) {
+    return UsageError("hetrun exit-codes: --markdown and --json exclude each other");
+  }
+  if (parsed.count("markdown")) {
+    context.out << ExitCodeMarkdown();
+  } else if (parsed.count("json")) {
+    context.out << ExitCodeJson();
+  } else {
+    context.out << ExitCodeText();
+  }
+  return kExitOk;
+}
+
+}  // namespace hetrun::launcher
