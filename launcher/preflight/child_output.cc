@@ -1,5 +1,6 @@
 #include "preflight/child_output.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -47,6 +48,36 @@ void WriteAllAndExit(int fd, std::string_view text) {
     written += static_cast<size_t>(n);
   }
   _exit(0);
+}
+
+Result<std::string> OutputOfForkedChild(std::string_view what, std::chrono::milliseconds timeout,
+                                        const std::function<std::string()>& produce,
+                                        std::string_view timeout_hint) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe2", what, errno);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(fds[0]);
+    close(fds[1]);
+    return ErrnoError("fork", what, err);
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    WriteAllAndExit(fds[1], produce());
+  }
+  close(fds[1]);
+  HETRUN_ASSIGN_OR_RETURN(ChildOutput child, CollectChildOutput(fds[0], pid, timeout, what));
+  if (child.timed_out) {
+    return DeadlineExceededError(std::string(what) + " did not finish in " +
+                                 std::to_string(timeout.count() / 1000) + " s" +
+                                 std::string(timeout_hint));
+  }
+  if (!WIFEXITED(child.wait_status) || WEXITSTATUS(child.wait_status) != 0) {
+    return InternalError(std::string(what) + " child failed (wait status " +
+                         std::to_string(child.wait_status) + ")");
+  }
+  return std::move(child.text);
 }
 
 }  // namespace hetrun::launcher

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -25,5 +26,13 @@ Result<ChildOutput> CollectChildOutput(int fd, pid_t pid, std::chrono::milliseco
 
 /// In a forked child: writes all of `text` to `fd` and _exits 0 (3 when the write fails).
 [[noreturn]] void WriteAllAndExit(int fd, std::string_view text);
+
+/// Runs `produce` in a forked child (so a hung or crashing driver call cannot take hetrun with it)
+/// and returns the text it produced. Errors name `what`: a failed pipe2 or fork; "WHAT did not
+/// finish in N s" + `timeout_hint` (deadline exceeded; the child is killed); "WHAT child failed
+/// (wait status N)" (internal) when the child does not exit 0.
+Result<std::string> OutputOfForkedChild(std::string_view what, std::chrono::milliseconds timeout,
+                                        const std::function<std::string()>& produce,
+                                        std::string_view timeout_hint = {});
 
 }  // namespace hetrun::launcher

@@ -1,14 +1,8 @@
 #include "preflight/driver_load.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <sstream>
 
 #include "hetrun/arch/fatbin.h"
@@ -51,95 +45,119 @@ std::string ErrorName(const DriverApi& api, CuResult result) {
   return fmt::format("CUDA driver error {}", result);
 }
 
-// Runs in the child: writes the protocol lines to `out`.
-void LoadAll(const std::vector<std::string>& files, std::ostream& out) {
+// Binds the driver API from libcuda.so.1 and initialises it, returning the device count; when
+// that is not possible, writes the "skip" line and returns 0.
+int OpenDriver(DriverApi* api, std::ostream& out) {
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     out << "skip no GPU (libcuda.so.1 not found)\n";
-    return;
+    return 0;
   }
-  DriverApi api;
-  const bool bound = Bind(library, "cuInit", &api.init) &&
-                     Bind(library, "cuDeviceGetCount", &api.device_count) &&
-                     Bind(library, "cuDeviceGet", &api.device_get) &&
-                     Bind(library, "cuDevicePrimaryCtxRetain", &api.primary_retain) &&
-                     (Bind(library, "cuDevicePrimaryCtxRelease_v2", &api.primary_release) ||
-                      Bind(library, "cuDevicePrimaryCtxRelease", &api.primary_release)) &&
-                     Bind(library, "cuCtxSetCurrent", &api.set_current) &&
-                     Bind(library, "cuModuleLoadData", &api.module_load_data) &&
-                     Bind(library, "cuModuleUnload", &api.module_unload);
-  Bind(library, "cuGetErrorName", &api.error_name);
+  const bool bound = Bind(library, "cuInit", &api->init) &&
+                     Bind(library, "cuDeviceGetCount", &api->device_count) &&
+                     Bind(library, "cuDeviceGet", &api->device_get) &&
+                     Bind(library, "cuDevicePrimaryCtxRetain", &api->primary_retain) &&
+                     (Bind(library, "cuDevicePrimaryCtxRelease_v2", &api->primary_release) ||
+                      Bind(library, "cuDevicePrimaryCtxRelease", &api->primary_release)) &&
+                     Bind(library, "cuCtxSetCurrent", &api->set_current) &&
+                     Bind(library, "cuModuleLoadData", &api->module_load_data) &&
+                     Bind(library, "cuModuleUnload", &api->module_unload);
+  Bind(library, "cuGetErrorName", &api->error_name);
   if (!bound) {
     out << "skip libcuda.so.1 lacks a driver API entry point: " << dlerror() << "\n";
-    return;
+    return 0;
   }
-  if (CuResult r = api.init(0); r != kCudaSuccess) {
-    out << "skip no GPU (cuInit: " << ErrorName(api, r) << ")\n";
-    return;
+  if (CuResult r = api->init(0); r != kCudaSuccess) {
+    out << "skip no GPU (cuInit: " << ErrorName(*api, r) << ")\n";
+    return 0;
   }
   int count = 0;
-  if (CuResult r = api.device_count(&count); r != kCudaSuccess || count == 0) {
+  if (CuResult r = api->device_count(&count); r != kCudaSuccess || count == 0) {
     out << "skip no GPU (cuDeviceGetCount: "
-        << (r == kCudaSuccess ? "0 devices" : ErrorName(api, r)) << ")\n";
-    return;
+        << (r == kCudaSuccess ? "0 devices" : ErrorName(*api, r)) << ")\n";
+    return 0;
   }
-  out << "devices " << count << "\n";
-  // Parse every file once; map them for the whole run.
-  std::vector<std::optional<arch::ElfFile>> elves(files.size());
-  std::vector<arch::FatbinFile> images(files.size());
+  return count;
+}
+
+// One file's kernel images, parsed once and mapped for the whole run (no elf: not checkable).
+struct ParsedImages {
+  std::optional<arch::ElfFile> elf;
+  arch::FatbinFile fatbin;
+};
+
+std::vector<ParsedImages> ParseImages(const std::vector<std::string>& files) {
+  std::vector<ParsedImages> parsed(files.size());
   for (size_t f = 0; f < files.size(); ++f) {
     Result<arch::ElfFile> elf = arch::ElfFile::Open(files[f]);
     if (!elf.ok()) continue;
     Result<arch::FatbinFile> read = arch::ReadFatbinFile(*elf);
     if (!read.ok()) continue;
-    images[f] = std::move(read).value();
-    elves[f].emplace(std::move(elf).value());
+    parsed[f].fatbin = std::move(read).value();
+    parsed[f].elf.emplace(std::move(elf).value());
   }
-  for (int d = 0; d < count; ++d) {
-    CuDevice device = 0;
-    CuContext context = nullptr;
-    CuResult r = api.device_get(&device, d);
-    if (r == kCudaSuccess) r = api.primary_retain(&context, device);
-    if (r == kCudaSuccess) r = api.set_current(context);
-    if (r != kCudaSuccess) {
-      for (size_t f = 0; f < files.size(); ++f) {
-        out << "load " << d << ' ' << f << " 0 0 1 device " << d << ": " << ErrorName(api, r)
-            << "\n";
+  return parsed;
+}
+
+// Loads every container of one file on the current context: "LOADED NO_BINARY OTHER FIRST_ERROR".
+std::string LoadFile(const DriverApi& api, const ParsedImages& file) {
+  int loaded = 0;
+  int no_binary = 0;
+  int other = 0;
+  std::string first_error;
+  const auto& containers = file.fatbin.containers;
+  for (size_t c = 0; c < containers.size(); ++c) {
+    if (containers[c].device_link_stub) continue;
+    Result<std::span<const uint8_t>> bytes = arch::ContainerBytes(*file.elf, containers[c]);
+    if (!bytes.ok()) continue;
+    CuModule module = nullptr;
+    const CuResult loaded_result = api.module_load_data(&module, bytes->data());
+    if (loaded_result == kCudaSuccess) {
+      ++loaded;
+      if (CuResult u = api.module_unload(module); u != kCudaSuccess && first_error.empty()) {
+        first_error = fmt::format("container {}: cuModuleUnload: {}", c, ErrorName(api, u));
       }
       continue;
     }
-    for (size_t f = 0; f < files.size(); ++f) {
-      if (!elves[f]) continue;
-      int loaded = 0;
-      int no_binary = 0;
-      int other = 0;
-      std::string first_error;
-      const auto& containers = images[f].containers;
-      for (size_t c = 0; c < containers.size(); ++c) {
-        if (containers[c].device_link_stub) continue;
-        Result<std::span<const uint8_t>> bytes = arch::ContainerBytes(*elves[f], containers[c]);
-        if (!bytes.ok()) continue;
-        CuModule module = nullptr;
-        const CuResult loaded_result = api.module_load_data(&module, bytes->data());
-        if (loaded_result == kCudaSuccess) {
-          ++loaded;
-          if (CuResult u = api.module_unload(module); u != kCudaSuccess && first_error.empty()) {
-            first_error = fmt::format("container {}: cuModuleUnload: {}", c, ErrorName(api, u));
-          }
-          continue;
-        }
-        (loaded_result == kCudaErrorNoBinaryForGpu ? no_binary : other) += 1;
-        if (first_error.empty()) {
-          first_error =
-              fmt::format("container {}: cuModuleLoadData: {}", c, ErrorName(api, loaded_result));
-        }
-      }
-      out << "load " << d << ' ' << f << ' ' << loaded << ' ' << no_binary << ' ' << other << ' '
-          << first_error << "\n";
+    (loaded_result == kCudaErrorNoBinaryForGpu ? no_binary : other) += 1;
+    if (first_error.empty()) {
+      first_error =
+          fmt::format("container {}: cuModuleLoadData: {}", c, ErrorName(api, loaded_result));
     }
-    api.set_current(nullptr);
-    api.primary_release(device);
   }
+  return fmt::format("{} {} {} {}", loaded, no_binary, other, first_error);
+}
+
+// Writes one "load D F ..." line per checkable file for device `d` (every file fails alike
+// when the device's context cannot be made current).
+void LoadOnDevice(const DriverApi& api, int d, const std::vector<ParsedImages>& files,
+                  std::ostream& out) {
+  CuDevice device = 0;
+  CuContext context = nullptr;
+  CuResult r = api.device_get(&device, d);
+  if (r == kCudaSuccess) r = api.primary_retain(&context, device);
+  if (r == kCudaSuccess) r = api.set_current(context);
+  if (r != kCudaSuccess) {
+    for (size_t f = 0; f < files.size(); ++f) {
+      out << "load " << d << ' ' << f << " 0 0 1 device " << d << ": " << ErrorName(api, r) << "\n";
+    }
+    return;
+  }
+  for (size_t f = 0; f < files.size(); ++f) {
+    if (files[f].elf) out << "load " << d << ' ' << f << ' ' << LoadFile(api, files[f]) << "\n";
+  }
+  api.set_current(nullptr);
+  api.primary_release(device);
+}
+
+// Runs in the child: writes the protocol lines to `out`.
+void LoadAll(const std::vector<std::string>& files, std::ostream& out) {
+  DriverApi api;
+  const int count = OpenDriver(&api, out);
+  if (count == 0) return;
+  out << "devices " << count << "\n";
+  const std::vector<ParsedImages> parsed = ParseImages(files);
+  for (int d = 0; d < count; ++d) LoadOnDevice(api, d, parsed, out);
 }
 
 }  // namespace
@@ -174,33 +192,13 @@ Result<DriverLoadReport> ParseDriverLoadOutput(const std::string& text) {
 
 Result<DriverLoadReport> LoadModulesInChild(const std::vector<std::string>& files,
                                             std::chrono::milliseconds timeout) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe2", "driver load check", errno);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int err = errno;
-    close(fds[0]);
-    close(fds[1]);
-    return ErrnoError("fork", "driver load check", err);
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    std::ostringstream out;
-    LoadAll(files, out);
-    WriteAllAndExit(fds[1], out.str());
-  }
-  close(fds[1]);
-  HETRUN_ASSIGN_OR_RETURN(ChildOutput child,
-                          CollectChildOutput(fds[0], pid, timeout, "driver load check"));
-  if (child.timed_out) {
-    return DeadlineExceededError(
-        fmt::format("driver load check did not finish in {} s", timeout.count() / 1000));
-  }
-  if (!WIFEXITED(child.wait_status) || WEXITSTATUS(child.wait_status) != 0) {
-    return InternalError(
-        fmt::format("driver load check child failed (wait status {})", child.wait_status));
-  }
-  return ParseDriverLoadOutput(child.text);
+  HETRUN_ASSIGN_OR_RETURN(std::string text,
+                          OutputOfForkedChild("driver load check", timeout, [&files] {
+                            std::ostringstream out;
+                            LoadAll(files, out);
+                            return out.str();
+                          }));
+  return ParseDriverLoadOutput(text);
 }
 
 }  // namespace hetrun::launcher

@@ -1,10 +1,5 @@
 #include "preflight/gpu_probe.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <sstream>
 
 #include "hetrun/base/units.h"
@@ -17,8 +12,8 @@ namespace hetrun::launcher {
 namespace {
 
 #ifdef HETRUN_WITH_KERNELS
-// Runs in the child: probe every device, one line each, then _exit.
-void ChildProbe(int fd) {
+// Runs in the child: probe every device, one line each.
+std::string ChildProbe() {
   std::ostringstream out;
   Result<int> count = kernels::DeviceCount();
   if (count.ok()) {
@@ -33,7 +28,7 @@ void ChildProbe(int fd) {
       }
     }
   }
-  WriteAllAndExit(fd, out.str());
+  return out.str();
 }
 #endif
 
@@ -84,32 +79,12 @@ Result<std::vector<ProbedGpu>> ProbeGpusInChild() {
 #ifndef HETRUN_WITH_KERNELS
   return std::vector<ProbedGpu>();
 #else
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe2", "GPU probe", errno);
-  pid_t pid = fork();
-  if (pid < 0) {
-    int err = errno;
-    close(fds[0]);
-    close(fds[1]);
-    return ErrnoError("fork", "GPU probe", err);
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    ChildProbe(fds[1]);
-  }
-  close(fds[1]);
   // A wedged driver must not hang the launcher: the probe gets two minutes.
   constexpr std::chrono::seconds kProbeTimeout{120};
-  HETRUN_ASSIGN_OR_RETURN(ChildOutput child,
-                          CollectChildOutput(fds[0], pid, kProbeTimeout, "GPU probe"));
-  if (child.timed_out) {
-    return DeadlineExceededError("GPU probe did not finish in 120 s (is the NVIDIA driver hung?)");
-  }
-  if (!WIFEXITED(child.wait_status) || WEXITSTATUS(child.wait_status) != 0) {
-    return InternalError("GPU probe child failed (wait status " +
-                         std::to_string(child.wait_status) + ")");
-  }
-  return ParseProbeOutput(child.text);
+  HETRUN_ASSIGN_OR_RETURN(
+      std::string text,
+      OutputOfForkedChild("GPU probe", kProbeTimeout, ChildProbe, " (is the NVIDIA driver hung?)"));
+  return ParseProbeOutput(text);
 #endif
 }
 
