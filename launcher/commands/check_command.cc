@@ -171,19 +171,10 @@ nlohmann::json ReportJson(const ArchCheckReport& report, const Status& outcome) 
   return json;
 }
 
-// On real GPUs: the probe kernel's result per GPU, and the driver's view of every module.
-// Returns an error when the driver refuses a module the offline verdict said would run.
-Status ConfirmOnDevices(const Targets& targets, const ArchCheckReport& report, bool load,
-                        std::ostream& out, nlohmann::json* json) {
-  nlohmann::json probe = nlohmann::json::array();
-  nlohmann::json loads = nlohmann::json::object();
-  if (!targets.real_gpus) {
-    out << "probe kernel: skipped (no GPU)\ndriver load check: skipped (no GPU)\n";
-    (*json)["probe"] = "skipped (no GPU)";
-    (*json)["driver_load"] = "skipped (no GPU)";
-    return Status::Ok();
-  }
+// The probe kernel's result per GPU; an arch mismatch (the last) when it failed on a GPU.
+Status ReportProbe(const Targets& targets, std::ostream& out, nlohmann::json* json) {
   Status outcome = Status::Ok();
+  nlohmann::json probe = nlohmann::json::array();
   for (size_t i = 0; i < targets.probed.size(); ++i) {
     const ProbedGpu& gpu = targets.probed[i];
     if (gpu.error.empty()) {
@@ -200,6 +191,56 @@ Status ConfirmOnDevices(const Targets& targets, const ArchCheckReport& report, b
                      {"error", gpu.error}});
   }
   (*json)["probe"] = std::move(probe);
+  return outcome;
+}
+
+// How many of `file`'s modules the offline verdict says GPU `device` runs (-1: not a target).
+int ExpectedLoads(const Targets& targets, const ArchCheckReport& report,
+                  const arch::FileCheck& file, int device) {
+  if (device < 0 || static_cast<size_t>(device) >= targets.probed.size()) return -1;
+  const ProbedGpu& gpu = targets.probed[device];
+  const ComputeCapability cc{gpu.info.major, gpu.info.minor};
+  int expected = -1;
+  for (size_t t = 0; t < report.targets.size(); ++t) {
+    if (report.targets[t] == cc) expected = file.verdicts[t].sass + file.verdicts[t].ptx_jit;
+  }
+  return expected;
+}
+
+// One file on one GPU as the driver saw it; an arch mismatch when it loads fewer modules than
+// the offline verdict expected.
+Status ReportDriverLoad(const DriverFileLoad& l, const arch::FileCheck& file, int expected,
+                        std::ostream& out, nlohmann::json* results) {
+  const bool agrees = expected < 0 || l.loaded >= expected;
+  out << fmt::format("driver load: GPU {} {}: {} loaded, {} without image, {} other errors{}{}\n",
+                     l.device, file.path, l.loaded, l.no_binary, l.other_errors,
+                     agrees ? "" : fmt::format(" (offline verdict expected {} to load)", expected),
+                     l.first_error.empty() ? "" : "; first: " + l.first_error);
+  results->push_back({{"gpu", l.device},
+                      {"file", file.path},
+                      {"loaded", l.loaded},
+                      {"no_binary", l.no_binary},
+                      {"other_errors", l.other_errors},
+                      {"expected", expected},
+                      {"first_error", l.first_error}});
+  if (agrees) return Status::Ok();
+  return ArchMismatchError(
+      fmt::format("the driver on GPU {} loads {} of the {} modules of {} "
+                  "that the offline check expected to run ({})",
+                  l.device, l.loaded, expected, file.path, l.first_error));
+}
+
+// On real GPUs: the probe kernel's result per GPU, and the driver's view of every module.
+// Returns an error when the driver refuses a module the offline verdict said would run.
+Status ConfirmOnDevices(const Targets& targets, const ArchCheckReport& report, bool load,
+                        std::ostream& out, nlohmann::json* json) {
+  if (!targets.real_gpus) {
+    out << "probe kernel: skipped (no GPU)\ndriver load check: skipped (no GPU)\n";
+    (*json)["probe"] = "skipped (no GPU)";
+    (*json)["driver_load"] = "skipped (no GPU)";
+    return Status::Ok();
+  }
+  Status outcome = ReportProbe(targets, out, json);
   std::vector<std::string> paths;
   std::vector<size_t> file_index;
   for (size_t f = 0; f < report.files.size(); ++f) {
@@ -224,48 +265,15 @@ Status ConfirmOnDevices(const Targets& targets, const ArchCheckReport& report, b
   nlohmann::json results = nlohmann::json::array();
   for (const DriverFileLoad& l : loaded->loads) {
     const arch::FileCheck& file = report.files[file_index.at(l.file)];
-    const ProbedGpu* gpu =
-        static_cast<size_t>(l.device) < targets.probed.size() ? &targets.probed[l.device] : nullptr;
-    int expected = -1;
-    if (gpu != nullptr) {
-      const ComputeCapability cc{gpu->info.major, gpu->info.minor};
-      for (size_t t = 0; t < report.targets.size(); ++t) {
-        if (report.targets[t] == cc) {
-          expected = file.verdicts[t].sass + file.verdicts[t].ptx_jit;
-        }
-      }
-    }
-    const bool agrees = expected < 0 || l.loaded >= expected;
-    out << fmt::format(
-        "driver load: GPU {} {}: {} loaded, {} without image, {} other errors{}{}\n", l.device,
-        file.path, l.loaded, l.no_binary, l.other_errors,
-        agrees ? "" : fmt::format(" (offline verdict expected {} to load)", expected),
-        l.first_error.empty() ? "" : "; first: " + l.first_error);
-    if (!agrees && outcome.ok()) {
-      outcome =
-          ArchMismatchError(fmt::format("the driver on GPU {} loads {} of the {} modules of {} "
-                                        "that the offline check expected to run ({})",
-                                        l.device, l.loaded, expected, file.path, l.first_error));
-    }
-    results.push_back({{"gpu", l.device},
-                       {"file", file.path},
-                       {"loaded", l.loaded},
-                       {"no_binary", l.no_binary},
-                       {"other_errors", l.other_errors},
-                       {"expected", expected},
-                       {"first_error", l.first_error}});
+    Status agrees =
+        ReportDriverLoad(l, file, ExpectedLoads(targets, report, file, l.device), out, &results);
+    if (!agrees.ok() && outcome.ok()) outcome = agrees;
   }
   (*json)["driver_load"] = std::move(results);
   return outcome;
 }
 
-}  // namespace
-
-Result<int> commands::Check(const CommandContext& context) {
-  cxxopts::Options options(
-      "hetrun check",
-      "Check that every target GPU can run the CUDA kernels of the scanned files (exit 80 when a "
-      "file has no image for a target). Targets default to the local GPUs (real or declared).");
+void AddCheckOptions(cxxopts::Options& options) {
   options.positional_help("[PATH...]");
   options.add_options()("target-arch", "compute capabilities to check, e.g. 8.0,9.0",
                         cxxopts::value<std::string>())(
@@ -278,31 +286,31 @@ Result<int> commands::Check(const CommandContext& context) {
                                      cxxopts::value<std::string>())(
       "strict", "also fail on partial coverage")("no-driver-load",
                                                  "on real GPUs, skip loading every module")(
-      "json", "print JSON (ARCHITECTURE.md §4.5)")(
+      "json", "print JSON (keys: README \"hetrun check\")")(
       "paths", "files or directories", cxxopts::value<std::vector<std::string>>())("h,help",
                                                                                    "this text");
   options.parse_positional({"paths"});
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
-                          ParseSubcommandOptions(options, context.args));
-  if (parsed.count("help")) {
-    context.out << options.help();
-    return kExitOk;
-  }
-  const bool json_output = parsed.count("json") > 0;
-  const bool strict = parsed.count("strict") > 0;
+}
 
-  std::optional<arch::ArchList> arch_list;
+// --arch-list, else a non-empty TORCH_CUDA_ARCH_LIST, else none.
+Result<std::optional<arch::ArchList>> ArchListToCheck(const cxxopts::ParseResult& parsed,
+                                                      const Environment& env) {
   if (parsed.count("arch-list")) {
     Result<arch::ArchList> list =
         arch::ParseTorchCudaArchList(parsed["arch-list"].as<std::string>());
     if (!list.ok()) return UsageError("--arch-list: " + list.status().message());
-    arch_list = *list;
-  } else if (std::optional<std::string> text = context.env.Get("TORCH_CUDA_ARCH_LIST");
-             text && !text->empty()) {
-    HETRUN_ASSIGN_OR_RETURN(arch::ArchList list, arch::ParseTorchCudaArchList(*text));
-    arch_list = std::move(list);
+    return std::optional<arch::ArchList>(*list);
   }
+  if (std::optional<std::string> text = env.Get("TORCH_CUDA_ARCH_LIST"); text && !text->empty()) {
+    HETRUN_ASSIGN_OR_RETURN(arch::ArchList list, arch::ParseTorchCudaArchList(*text));
+    return std::optional<arch::ArchList>(std::move(list));
+  }
+  return std::optional<arch::ArchList>();
+}
 
+// The files and directories to scan: --scan, the positional paths, then --torch-lib or --torch.
+Result<std::vector<std::string>> PathsToScan(const cxxopts::ParseResult& parsed,
+                                             const Environment& env) {
   std::vector<std::string> paths;
   for (const char* key : {"scan", "paths"}) {
     if (parsed.count(key)) {
@@ -312,9 +320,31 @@ Result<int> commands::Check(const CommandContext& context) {
   if (parsed.count("torch-lib")) {
     paths.push_back(parsed["torch-lib"].as<std::string>());
   } else if (parsed.count("torch")) {
-    HETRUN_ASSIGN_OR_RETURN(std::string lib, FindTorchLibDir(context.env));
+    HETRUN_ASSIGN_OR_RETURN(std::string lib, FindTorchLibDir(env));
     paths.push_back(lib);
   }
+  return paths;
+}
+
+}  // namespace
+
+Result<int> commands::Check(const CommandContext& context) {
+  cxxopts::Options options(
+      "hetrun check",
+      "Check that every target GPU can run the CUDA kernels of the scanned files (exit 80 when a "
+      "file has no image for a target). Targets default to the local GPUs (real or declared).");
+  AddCheckOptions(options);
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
+                          ParseSubcommandOptions(options, context.args));
+  if (parsed.count("help")) {
+    context.out << options.help();
+    return kExitOk;
+  }
+  const bool json_output = parsed.count("json") > 0;
+  const bool strict = parsed.count("strict") > 0;
+  HETRUN_ASSIGN_OR_RETURN(std::optional<arch::ArchList> arch_list,
+                          ArchListToCheck(parsed, context.env));
+  HETRUN_ASSIGN_OR_RETURN(std::vector<std::string> paths, PathsToScan(parsed, context.env));
   if (paths.empty() && !arch_list) {
     return UsageError(
         "hetrun check: nothing to check: give --scan PATH, --torch, --torch-lib DIR "

@@ -65,14 +65,7 @@ Status ApplyJobFlags(const cxxopts::ParseResult& parsed, plan::ClusterSpec* clus
   return CheckPodNames(*cluster);
 }
 
-}  // namespace
-
-Result<int> commands::Plan(const CommandContext& context) {
-  cxxopts::Options options(
-      "hetrun plan",
-      "Split a model's layers over pipeline stages on mixed GPU generations: the split that "
-      "minimises the slowest stage (exact), its 1F1B iteration time and bubble, next to an even "
-      "split; optionally the Volcano Job that runs it.");
+void AddPlanOptions(cxxopts::Options& options) {
   options.add_options()("cluster", "cluster JSON: stages in pipeline order",
                         cxxopts::value<std::string>())(
       "model", "model JSON: layers with cost and bytes", cxxopts::value<std::string>())(
@@ -89,12 +82,10 @@ Result<int> commands::Plan(const CommandContext& context) {
                                                                cxxopts::value<std::string>())(
       "o,output", "write to FILE instead of stdout", cxxopts::value<std::string>())("h,help",
                                                                                     "this text");
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
-                          ParseSubcommandOptions(options, context.args));
-  if (parsed.count("help")) {
-    context.out << options.help();
-    return kExitOk;
-  }
+}
+
+// The flags that need or exclude each other.
+Status CheckPlanFlags(const cxxopts::ParseResult& parsed) {
   if (!parsed.unmatched().empty()) {
     return UsageError("hetrun plan takes no positional arguments, got '" + parsed.unmatched()[0] +
                       "'");
@@ -114,21 +105,22 @@ Result<int> commands::Plan(const CommandContext& context) {
   if (!emit.empty() && (parsed.count("json") || parsed.count("compare-split"))) {
     return UsageError("--emit prints a manifest; --json and --compare-split describe a plan");
   }
-  std::string output = parsed.count("output") ? parsed["output"].as<std::string>() : "";
+  return Status::Ok();
+}
 
-  HETRUN_ASSIGN_OR_RETURN(plan::ClusterSpec cluster,
-                          plan::LoadClusterSpec(parsed["cluster"].as<std::string>()));
-  HETRUN_RETURN_IF_ERROR(ApplyJobFlags(parsed, &cluster));
-  if (homogeneous) {
-    std::string family = parsed.count("family") ? parsed["family"].as<std::string>() : "";
-    if (!family.empty() && !cluster.family_speed.contains(family)) {
-      return InvalidArgumentError("--family '" + family + "' is not a family of the cluster file");
-    }
-    HETRUN_RETURN_IF_ERROR(
-        WriteOutput(output, plan::HomogeneousJobYaml(cluster, family), context.out));
-    return kExitOk;
+// The strict-homogeneous gang job on --family (default: the cluster's fastest).
+Result<std::string> HomogeneousOutput(const cxxopts::ParseResult& parsed,
+                                      const plan::ClusterSpec& cluster) {
+  std::string family = parsed.count("family") ? parsed["family"].as<std::string>() : "";
+  if (!family.empty() && !cluster.family_speed.contains(family)) {
+    return InvalidArgumentError("--family '" + family + "' is not a family of the cluster file");
   }
+  return plan::HomogeneousJobYaml(cluster, family);
+}
 
+// The pipeline plan of --model over the cluster: text, JSON (--json) or its Volcano Job (--emit).
+Result<std::string> PipelineOutput(const cxxopts::ParseResult& parsed,
+                                   const plan::ClusterSpec& cluster) {
   if (!parsed.count("model")) return UsageError("hetrun plan needs --model FILE");
   HETRUN_ASSIGN_OR_RETURN(plan::ModelSpec model,
                           plan::LoadModelSpec(parsed["model"].as<std::string>()));
@@ -143,9 +135,35 @@ Result<int> commands::Plan(const CommandContext& context) {
   if (compare) compare_span = std::span<const int64_t>(*compare);
   HETRUN_ASSIGN_OR_RETURN(plan::PipelinePlan result,
                           plan::PlanPipeline(model, cluster, compare_span));
-  std::string text = !emit.empty()          ? plan::PipelineJobYaml(result, cluster)
-                     : parsed.count("json") ? plan::PlanJson(result, model)
-                                            : plan::PlanText(result, model);
+  if (parsed.count("emit") && !parsed["emit"].as<std::string>().empty()) {
+    return plan::PipelineJobYaml(result, cluster);
+  }
+  return parsed.count("json") ? plan::PlanJson(result, model) : plan::PlanText(result, model);
+}
+
+}  // namespace
+
+Result<int> commands::Plan(const CommandContext& context) {
+  cxxopts::Options options(
+      "hetrun plan",
+      "Split a model's layers over pipeline stages on mixed GPU generations: the split that "
+      "minimises the slowest stage (exact), its 1F1B iteration time and bubble, next to an even "
+      "split; optionally the Volcano Job that runs it.");
+  AddPlanOptions(options);
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
+                          ParseSubcommandOptions(options, context.args));
+  if (parsed.count("help")) {
+    context.out << options.help();
+    return kExitOk;
+  }
+  HETRUN_RETURN_IF_ERROR(CheckPlanFlags(parsed));
+  HETRUN_ASSIGN_OR_RETURN(plan::ClusterSpec cluster,
+                          plan::LoadClusterSpec(parsed["cluster"].as<std::string>()));
+  HETRUN_RETURN_IF_ERROR(ApplyJobFlags(parsed, &cluster));
+  HETRUN_ASSIGN_OR_RETURN(std::string text, parsed.count("strict-homogeneous")
+                                                ? HomogeneousOutput(parsed, cluster)
+                                                : PipelineOutput(parsed, cluster));
+  std::string output = parsed.count("output") ? parsed["output"].as<std::string>() : "";
   HETRUN_RETURN_IF_ERROR(WriteOutput(output, text, context.out));
   return kExitOk;
 }
