@@ -294,87 +294,92 @@ void LogOverrides(const Topology& topology) {
   }
 }
 
-}  // namespace
-
-bool NeedsLocalGpuCount(const Environment& env, const TopologyFlags& flags) {
-  if (flags.nproc_per_node) return *flags.nproc_per_node == "auto";
-  if (std::optional<std::string> value = env.Get("HETRUN_NPROC_PER_NODE")) return *value == "auto";
-  if (topology_internal::HasPerProcessLauncher(env)) return false;
-  if (std::optional<std::string> value = env.Get("PET_NPROC_PER_NODE")) {
-    return *value == "auto" || *value == "gpu";
-  }
-  return true;
-}
-
-Result<Topology> ResolveTopology(const TopologyInputs& in) {
-  const Environment& env = in.env;
-  Topology topology;
+// Every candidate the conventions offer, gathered before any field is resolved.
+struct Gathered {
   Fields f;
-  HETRUN_RETURN_IF_ERROR(AddFlagsAndHetrunVars(in, &f));
-
-  // Level 3: per-process launchers. With workers per node given explicitly (flag or
-  // HETRUN_NPROC_PER_NODE), each launched process is instead one hetrun per node.
-  HETRUN_ASSIGN_OR_RETURN(std::vector<PerProcessInfo> launchers, ReadPerProcessLaunchers(env));
-  bool explicit_nproc = f.nproc.BestLevel() <= kHetrunLevel;
-  topology.per_process = !launchers.empty() && !explicit_nproc;
+  std::vector<PerProcessInfo> launchers;
+  // Per-process launchers only: this process's own rank and sizes.
   Field<int> rank{"rank"}, size{"world_size"}, local_rank{"local_rank"}, local_size{"local_size"};
-  for (const PerProcessInfo& launcher : launchers) {
-    if (topology.per_process) {
-      f.nproc.Add(Candidate<std::string>{"1", launcher.label + ": each process is one worker",
-                                         kPerProcessLevel});
-      f.nnodes.Add(launcher.nnodes);
-      f.node_rank.Add(launcher.node_rank);
-      rank.Add(launcher.rank);
-      size.Add(launcher.size);
-      local_rank.Add(launcher.local_rank);
-      local_size.Add(launcher.local_size);
+  bool kubeflow = false;
+  std::optional<VolcanoJob> volcano;
+};
+
+// Level 3: per-process launchers. With workers per node given explicitly (flag or
+// HETRUN_NPROC_PER_NODE), each launched process is instead one hetrun per node.
+Status GatherPerProcess(const Environment& env, Gathered* g, Topology* topology) {
+  HETRUN_ASSIGN_OR_RETURN(g->launchers, ReadPerProcessLaunchers(env));
+  bool explicit_nproc = g->f.nproc.BestLevel() <= kHetrunLevel;
+  topology->per_process = !g->launchers.empty() && !explicit_nproc;
+  for (const PerProcessInfo& launcher : g->launchers) {
+    if (topology->per_process) {
+      g->f.nproc.Add(Candidate<std::string>{"1", launcher.label + ": each process is one worker",
+                                            kPerProcessLevel});
+      g->f.nnodes.Add(launcher.nnodes);
+      g->f.node_rank.Add(launcher.node_rank);
+      g->rank.Add(launcher.rank);
+      g->size.Add(launcher.size);
+      g->local_rank.Add(launcher.local_rank);
+      g->local_size.Add(launcher.local_size);
     } else {
       std::string why = ": one hetrun per node (workers per node given)";
-      f.nnodes.Add(
+      g->f.nnodes.Add(
           Candidate<int>{launcher.size.value, launcher.size.source + why, kPerProcessLevel});
-      f.node_rank.Add(
+      g->f.node_rank.Add(
           Candidate<int>{launcher.rank.value, launcher.rank.source + why, kPerProcessLevel});
     }
   }
+  return Status::Ok();
+}
+
+// Levels 1 to 7, in precedence order: flags and HETRUN_*, per-process launchers, Kubeflow or the
+// Volcano pytorch plugin, Volcano's svc and env plugins, defaults.
+Status GatherCandidates(const TopologyInputs& in, Gathered* g, Topology* topology) {
+  const Environment& env = in.env;
+  HETRUN_RETURN_IF_ERROR(AddFlagsAndHetrunVars(in, &g->f));
+  HETRUN_RETURN_IF_ERROR(GatherPerProcess(env, g, topology));
 
   // Levels 4 and 5: Kubeflow PyTorchJob, else the Volcano pytorch plugin (both set MASTER_ADDR;
   // Kubeflow's RANK and WORLD_SIZE count processes, the pytorch plugin's count pods).
-  bool kubeflow = HasKubeflow(env);
-  bool volcano_pytorch = !kubeflow && (env.Get("WORLD_SIZE") || env.Get("RANK"));
+  g->kubeflow = HasKubeflow(env);
+  bool volcano_pytorch = !g->kubeflow && (env.Get("WORLD_SIZE") || env.Get("RANK"));
   int pytorch_rank = -1;
-  if (kubeflow) {
-    HETRUN_RETURN_IF_ERROR(AddKubeflow(env, &f));
+  if (g->kubeflow) {
+    HETRUN_RETURN_IF_ERROR(AddKubeflow(env, &g->f));
   } else if (volcano_pytorch) {
-    HETRUN_RETURN_IF_ERROR(AddVolcanoPytorch(env, &f, &pytorch_rank));
+    HETRUN_RETURN_IF_ERROR(AddVolcanoPytorch(env, &g->f, &pytorch_rank));
   } else {
-    HETRUN_RETURN_IF_ERROR(AddMasterFromEnv(env, "environment", kVolcanoSvcLevel, &f));
+    HETRUN_RETURN_IF_ERROR(AddMasterFromEnv(env, "environment", kVolcanoSvcLevel, &g->f));
   }
 
   // Level 6: Volcano svc + env plugins.
-  HETRUN_ASSIGN_OR_RETURN(std::optional<VolcanoJob> volcano, ReadVolcanoJob(in));
-  if (volcano) {
+  HETRUN_ASSIGN_OR_RETURN(g->volcano, ReadVolcanoJob(in));
+  if (const std::optional<VolcanoJob>& volcano = g->volcano) {
     if (volcano_pytorch) HETRUN_RETURN_IF_ERROR(CheckSingleMaster(*volcano, pytorch_rank));
-    f.nnodes.Add(volcano->nnodes);
-    f.node_rank.Add(volcano->node_rank);
-    f.master_addr.Add(volcano->master_addr);
-    f.master_port.Add(Candidate<int>{kVolcanoPort, "default: Volcano's port", kDefaultLevel});
-    topology.tasks = volcano->tasks;
-    topology.task = volcano->task;
-    topology.task_index = volcano->task_index;
-    if (!volcano->own_task_error.ok() && f.node_rank.BestLevel() >= kVolcanoSvcLevel &&
-        f.nnodes.BestLevel() == kVolcanoSvcLevel) {
+    g->f.nnodes.Add(volcano->nnodes);
+    g->f.node_rank.Add(volcano->node_rank);
+    g->f.master_addr.Add(volcano->master_addr);
+    g->f.master_port.Add(Candidate<int>{kVolcanoPort, "default: Volcano's port", kDefaultLevel});
+    topology->tasks = volcano->tasks;
+    topology->task = volcano->task;
+    topology->task_index = volcano->task_index;
+    if (!volcano->own_task_error.ok() && g->f.node_rank.BestLevel() >= kVolcanoSvcLevel &&
+        g->f.nnodes.BestLevel() == kVolcanoSvcLevel) {
       return volcano->own_task_error;
     }
   }
 
   // Level 7: nothing. One node; its rank is 0 only when it is the only node.
-  f.nnodes.Add(Candidate<int>{1, "default: single node", kDefaultLevel});
-  f.master_port.Add(Candidate<int>{kTorchrunPort, "default: torchrun's port", kDefaultLevel});
-  f.nproc.Add(Candidate<std::string>{"auto", "default: one worker per local GPU", kDefaultLevel});
+  g->f.nnodes.Add(Candidate<int>{1, "default: single node", kDefaultLevel});
+  g->f.master_port.Add(Candidate<int>{kTorchrunPort, "default: torchrun's port", kDefaultLevel});
+  g->f.nproc.Add(
+      Candidate<std::string>{"auto", "default: one worker per local GPU", kDefaultLevel});
+  return Status::Ok();
+}
 
-  std::vector<Override>& overrides = topology.overrides;
-  Candidate<int> nnodes = *f.nnodes.Resolve(&overrides);
-  std::optional<Candidate<int>> node_rank = f.node_rank.Resolve(&overrides);
+// This node's rank: a single node defaults to 0; it must be below nnodes.
+Result<Candidate<int>> ResolveNodeRank(const Fields& f, const Candidate<int>& nnodes,
+                                       std::vector<Override>* overrides) {
+  std::optional<Candidate<int>> node_rank = f.node_rank.Resolve(overrides);
   if (!node_rank) {
     if (nnodes.value != 1) {
       return NotFoundError("this node's rank is unknown: nnodes=" + std::to_string(nnodes.value) +
@@ -392,7 +397,17 @@ Result<Topology> ResolveTopology(const TopologyInputs& in) {
             "): node rank must be less than nnodes=" + std::to_string(nnodes.value) + " (" +
             nnodes.source + ")");
   }
-  std::optional<Candidate<std::string>> addr = f.master_addr.Resolve(&overrides);
+  return *node_rank;
+}
+
+// Resolves nnodes, the node rank, the master and the workers per node into `topology`; returns
+// the node rank's candidate (its level decides a note in AssignRanks).
+Result<Candidate<int>> ResolveFields(const TopologyInputs& in, const Gathered& g,
+                                     Topology* topology) {
+  std::vector<Override>& overrides = topology->overrides;
+  Candidate<int> nnodes = *g.f.nnodes.Resolve(&overrides);
+  HETRUN_ASSIGN_OR_RETURN(Candidate<int> node_rank, ResolveNodeRank(g.f, nnodes, &overrides));
+  std::optional<Candidate<std::string>> addr = g.f.master_addr.Resolve(&overrides);
   if (!addr) {
     if (nnodes.value != 1) {
       return NotFoundError(
@@ -401,53 +416,78 @@ Result<Topology> ResolveTopology(const TopologyInputs& in) {
     }
     addr = Candidate<std::string>{"127.0.0.1", "default: single node", kDefaultLevel};
   }
-  Candidate<int> port = *f.master_port.Resolve(&overrides);
-  Candidate<std::string> nproc = *f.nproc.Resolve(&overrides);
+  Candidate<int> port = *g.f.master_port.Resolve(&overrides);
+  Candidate<std::string> nproc = *g.f.nproc.Resolve(&overrides);
 
-  topology.source = topology.per_process ? launchers.front().convention
-                                         : ConventionOfLevel(nnodes.level, launchers);
-  topology.nnodes = {nnodes.value, nnodes.source};
-  topology.node_rank = {node_rank->value, node_rank->source};
-  topology.master_addr = {addr->value, addr->source};
-  topology.master_port = {port.value, port.source};
+  topology->source = topology->per_process ? g.launchers.front().convention
+                                           : ConventionOfLevel(nnodes.level, g.launchers);
+  topology->nnodes = {nnodes.value, nnodes.source};
+  topology->node_rank = {node_rank.value, node_rank.source};
+  topology->master_addr = {addr->value, addr->source};
+  topology->master_port = {port.value, port.source};
   if (nproc.value == "auto") {
     bool any = in.local_gpu_count > 0;
-    topology.nproc_per_node = {any ? in.local_gpu_count : 1,
-                               (any ? "auto: " + std::to_string(in.local_gpu_count) + " local GPUs"
-                                    : std::string("auto: no local GPU, one worker")) +
-                                   " (" + nproc.source + ")"};
+    topology->nproc_per_node = {any ? in.local_gpu_count : 1,
+                                (any ? "auto: " + std::to_string(in.local_gpu_count) + " local GPUs"
+                                     : std::string("auto: no local GPU, one worker")) +
+                                    " (" + nproc.source + ")"};
   } else {
-    topology.nproc_per_node = {static_cast<int>(*ParseInt(nproc.value)), nproc.source};
+    topology->nproc_per_node = {static_cast<int>(*ParseInt(nproc.value)), nproc.source};
   }
+  return node_rank;
+}
 
-  if (topology.per_process) {
-    int r = rank.Resolve(&overrides)->value;
-    topology.world_size = size.Resolve(&overrides)->value;
-    int lr = local_rank.Resolve(&overrides)->value;
-    topology.local_world_size = local_size.Resolve(&overrides)->value;
-    topology.ranks = {r};
-    topology.local_ranks = {lr};
-    for (const PerProcessInfo& launcher : launchers) {
-      if (!launcher.note.empty() && node_rank->level == kDerivedLevel) {
-        topology.notes.push_back(launcher.note);
+// The global and local ranks of this node's workers, and the notes a reader should see.
+void AssignRanks(const Gathered& g, const Candidate<int>& node_rank, Topology* topology) {
+  std::vector<Override>& overrides = topology->overrides;
+  if (topology->per_process) {
+    int r = g.rank.Resolve(&overrides)->value;
+    topology->world_size = g.size.Resolve(&overrides)->value;
+    int lr = g.local_rank.Resolve(&overrides)->value;
+    topology->local_world_size = g.local_size.Resolve(&overrides)->value;
+    topology->ranks = {r};
+    topology->local_ranks = {lr};
+    for (const PerProcessInfo& launcher : g.launchers) {
+      if (!launcher.note.empty() && node_rank.level == kDerivedLevel) {
+        topology->notes.push_back(launcher.note);
         break;
       }
     }
   } else {
-    int n = topology.nproc_per_node.value;
-    topology.world_size = nnodes.value * n;
-    topology.local_world_size = n;
+    int n = topology->nproc_per_node.value;
+    topology->world_size = topology->nnodes.value * n;
+    topology->local_world_size = n;
     for (int i = 0; i < n; ++i) {
-      topology.ranks.push_back(node_rank->value * n + i);
-      topology.local_ranks.push_back(i);
+      topology->ranks.push_back(node_rank.value * n + i);
+      topology->local_ranks.push_back(i);
     }
   }
-  if (kubeflow && env.Get("WORLD_SIZE")) {
+}
+
+}  // namespace
+
+bool NeedsLocalGpuCount(const Environment& env, const TopologyFlags& flags) {
+  if (flags.nproc_per_node) return *flags.nproc_per_node == "auto";
+  if (std::optional<std::string> value = env.Get("HETRUN_NPROC_PER_NODE")) return *value == "auto";
+  if (topology_internal::HasPerProcessLauncher(env)) return false;
+  if (std::optional<std::string> value = env.Get("PET_NPROC_PER_NODE")) {
+    return *value == "auto" || *value == "gpu";
+  }
+  return true;
+}
+
+Result<Topology> ResolveTopology(const TopologyInputs& in) {
+  Topology topology;
+  Gathered gathered;
+  HETRUN_RETURN_IF_ERROR(GatherCandidates(in, &gathered, &topology));
+  HETRUN_ASSIGN_OR_RETURN(Candidate<int> node_rank, ResolveFields(in, gathered, &topology));
+  AssignRanks(gathered, node_rank, &topology);
+  if (gathered.kubeflow && in.env.Get("WORLD_SIZE")) {
     topology.notes.push_back("WORLD_SIZE counts processes under Kubeflow PyTorchJob; not read");
   }
-  if (volcano && !volcano->own_task_error.ok()) {
+  if (gathered.volcano && !gathered.volcano->own_task_error.ok()) {
     topology.notes.push_back("Volcano task of this pod unknown: " +
-                             volcano->own_task_error.message());
+                             gathered.volcano->own_task_error.message());
   }
   LogOverrides(topology);
   return topology;

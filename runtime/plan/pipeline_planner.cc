@@ -184,19 +184,17 @@ Result<SplitFigures> EvaluateSplit(const ModelSpec& model, const ClusterSpec& cl
   return Figures(model, cluster, Prefix(model), counts);
 }
 
-Result<PipelinePlan> PlanPipeline(const ModelSpec& model, const ClusterSpec& cluster,
-                                  std::optional<std::span<const int64_t>> compare) {
-  HETRUN_RETURN_IF_ERROR(CheckShape(model, cluster));
+namespace {
+
+// Pass 1: best[s][j] = the least possible slowest-stage time when stages 0..s hold layers
+// [0, j), each stage non-empty and within its memory. Stage s holds [i, j) with s <= i < j and
+// j <= layers - (stages - 1 - s). Scanning i downwards, the stage's time and bytes only grow,
+// so the scan stops at the first i that cannot improve or does not fit. Returns best for the
+// whole model: the least slowest-stage time of any split.
+Result<double> LeastSlowestStage(const ModelSpec& model, const ClusterSpec& cluster,
+                                 const Prefix& prefix, const std::vector<double>& limit) {
   const size_t layers = model.layers.size();
   const size_t stages = cluster.stages.size();
-  const Prefix prefix(model);
-  std::vector<double> limit(stages);
-  for (size_t s = 0; s < stages; ++s) limit[s] = LimitOf(cluster.stages[s], cluster);
-
-  // Pass 1: best[s][j] = the least possible slowest-stage time when stages 0..s hold layers
-  // [0, j), each stage non-empty and within its memory. Stage s holds [i, j) with s <= i < j and
-  // j <= layers - (stages - 1 - s). Scanning i downwards, the stage's time and bytes only grow,
-  // so the scan stops at the first i that cannot improve or does not fit.
   const size_t width = layers + 1;
   std::vector<double> best(stages * width, kInfinity);
   for (size_t s = 0; s < stages; ++s) {
@@ -222,9 +220,18 @@ Result<PipelinePlan> PlanPipeline(const ModelSpec& model, const ClusterSpec& clu
   }
   const double bound = best[(stages - 1) * width + layers];
   if (!(bound < kInfinity)) return NoFitError(model, cluster, stages - 1, prefix);
+  return bound;
+}
 
-  // Pass 2: among splits whose every stage takes at most `bound`, the least Σ τ (which then
-  // minimises the 1F1B iteration time Σ τ + (M − 1)·max τ). from[s][j] is stage s's first layer.
+// Pass 2: among splits whose every stage takes at most `bound`, the least Σ τ (which then
+// minimises the 1F1B iteration time Σ τ + (M − 1)·max τ). from[s][j] is stage s's first layer.
+// Returns the layers per stage.
+std::vector<int64_t> LeastTotalSplit(const ModelSpec& model, const ClusterSpec& cluster,
+                                     const Prefix& prefix, const std::vector<double>& limit,
+                                     double bound) {
+  const size_t layers = model.layers.size();
+  const size_t stages = cluster.stages.size();
+  const size_t width = layers + 1;
   std::vector<double> sum(stages * width, kInfinity);
   std::vector<size_t> from(stages * width, 0);
   for (size_t s = 0; s < stages; ++s) {
@@ -253,6 +260,21 @@ Result<PipelinePlan> PlanPipeline(const ModelSpec& model, const ClusterSpec& clu
     counts[s] = static_cast<int64_t>(end - start);
     end = start;
   }
+  return counts;
+}
+
+}  // namespace
+
+Result<PipelinePlan> PlanPipeline(const ModelSpec& model, const ClusterSpec& cluster,
+                                  std::optional<std::span<const int64_t>> compare) {
+  HETRUN_RETURN_IF_ERROR(CheckShape(model, cluster));
+  const size_t layers = model.layers.size();
+  const size_t stages = cluster.stages.size();
+  const Prefix prefix(model);
+  std::vector<double> limit(stages);
+  for (size_t s = 0; s < stages; ++s) limit[s] = LimitOf(cluster.stages[s], cluster);
+  HETRUN_ASSIGN_OR_RETURN(double bound, LeastSlowestStage(model, cluster, prefix, limit));
+  std::vector<int64_t> counts = LeastTotalSplit(model, cluster, prefix, limit, bound);
 
   PipelinePlan plan;
   plan.micro_batches = model.micro_batches;
