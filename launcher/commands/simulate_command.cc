@@ -35,6 +35,8 @@ void AddSummary(nlohmann::json& j, const PolicyResult& p) {
   j["convergence_windows"] = p.convergence_windows;
   j["convergence_windows_by_phase"] = p.convergence_by_phase;
   j["share_changes"] = p.share_changes;
+  j["steady_windows"] = p.steady_windows;
+  j["steady_share_changes"] = p.steady_share_changes;
 }
 
 nlohmann::json ResultJson(const SimulationResult& r) {
@@ -67,12 +69,13 @@ std::string Convergence(int64_t windows) {
 
 void PrintText(const SimulationResult& r, std::ostream& out) {
   out << std::left << std::setw(18) << "policy" << std::setw(14) << "steady_ratio" << std::setw(14)
-      << "convergence"
-      << "share_changes\n";
+      << "convergence" << std::setw(15) << "share_changes"
+      << "steady_changes\n";
   auto row = [&](const PolicyResult& p) {
     out << std::left << std::setw(18) << p.name << std::setw(14) << std::fixed
         << std::setprecision(4) << p.steady_ratio << std::setw(14)
-        << Convergence(p.convergence_windows) << p.share_changes << "\n";
+        << Convergence(p.convergence_windows) << std::setw(15) << p.share_changes
+        << p.steady_share_changes << "/" << p.steady_windows << "\n";
   };
   row(r.hetrun);
   for (const PolicyResult& b : r.baselines) row(b);
@@ -82,12 +85,12 @@ void PrintText(const SimulationResult& r, std::ostream& out) {
 }
 
 Status WritePlot(const SimulationResult& r, const std::string& path) {
-  static const char* kColors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd"};
+  static const char* kColors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"};
   std::vector<PlotSeries> series;
   std::vector<const PolicyResult*> all = {&r.hetrun};
   for (const PolicyResult& b : r.baselines) all.push_back(&b);
   for (size_t i = 0; i < all.size(); ++i) {
-    PlotSeries s{all[i]->name, {}, kColors[i % 4], false};
+    PlotSeries s{all[i]->name, {}, kColors[i % 5], false};
     for (const tuner::WindowRecord& w : all[i]->windows) s.values.push_back(w.iteration_ms);
     series.push_back(std::move(s));
   }

@@ -42,6 +42,12 @@ Status ValidateControllerOptions(const ControllerOptions& o) {
   if (o.window < 1) return InvalidArgumentError("tuner: window must be >= 1");
   if (!InUnit(o.dead_band)) return InvalidArgumentError("tuner: dead_band must be in [0, 1]");
   if (!InUnit(o.min_gain)) return InvalidArgumentError("tuner: min_gain must be in [0, 1]");
+  if (!std::isfinite(o.max_relative_step) || o.max_relative_step <= 0) {
+    return InvalidArgumentError("tuner: max_relative_step must be finite and > 0");
+  }
+  if (!std::isfinite(o.noise_sigmas) || o.noise_sigmas < 0) {
+    return InvalidArgumentError("tuner: noise_sigmas must be finite and >= 0");
+  }
   if (!InUnit(o.max_step) || o.max_step <= 0) {
     return InvalidArgumentError("tuner: max_step must be in (0, 1]");
   }
@@ -50,6 +56,15 @@ Status ValidateControllerOptions(const ControllerOptions& o) {
     return InvalidArgumentError("tuner: forgetting must be in (0, 1]");
   }
   if (m.max_points < 1) return InvalidArgumentError("tuner: max_points must be >= 1");
+  if (!std::isfinite(m.slope_sigmas) || m.slope_sigmas < 0) {
+    return InvalidArgumentError("tuner: slope_sigmas must be finite and >= 0");
+  }
+  if (!InUnit(m.min_slope_fraction)) {
+    return InvalidArgumentError("tuner: min_slope_fraction must be in [0, 1]");
+  }
+  if (!std::isfinite(m.local_width) || m.local_width <= 0) {
+    return InvalidArgumentError("tuner: local_width must be finite and > 0");
+  }
   if (!InUnit(m.min_relative_spread) || !std::isfinite(m.change_sigmas) || m.change_sigmas < 0 ||
       !std::isfinite(m.change_floor) || m.change_floor < 0) {
     return InvalidArgumentError("tuner: cost model thresholds must be finite and >= 0");
@@ -83,6 +98,7 @@ RankFit RankObserver::CloseWindow(int64_t cap, int64_t share) {
   if (model_.has_fit()) {
     fit.a_ms = model_.a_ms();
     fit.c_ms = model_.c_ms();
+    fit.sigma_ms = model_.sigma_ms();
   }
   return fit;
 }
@@ -106,6 +122,38 @@ std::vector<int64_t> LimitStep(std::span<const int64_t> from, std::span<const in
   std::vector<int64_t> next(from.begin(), from.end());
   for (size_t r = 0; r < from.size(); ++r) next[r] += up[r] - down[r];
   return next;
+}
+
+double ShareController::DeadBand(std::span<const RankFit> fits) const {
+  // The fits' own noise: the largest relative standard error of a rank's time at its share.
+  double noise = 0;
+  for (size_t r = 0; r < fits.size(); ++r) {
+    const double at = PredictedMs(fits[r], shares_[r]);
+    if (at > 0) noise = std::max(noise, fits[r].sigma_ms / at);
+  }
+  // The predicted iteration is a maximum over the ranks' fits: its noise grows like the largest
+  // of R normal errors, about sqrt(2 ln R) standard errors.
+  const double ranks = std::max<double>(2, static_cast<double>(fits.size()));
+  return std::max(options_.dead_band,
+                  options_.noise_sigmas * std::sqrt(2 * std::log(ranks)) * noise);
+}
+
+int64_t ShareController::StepLimit(std::span<const int64_t> best) const {
+  const double batch = static_cast<double>(batch_);
+  double limit = std::floor(options_.max_step * batch);
+  // Trust region: the fits are local lines, valid near each rank's share. Scale the move so no
+  // rank's share changes by more than max_relative_step of its share (or of the mean share).
+  const double mean = batch / static_cast<double>(shares_.size());
+  double moved = 0, scale = 1;
+  for (size_t r = 0; r < shares_.size(); ++r) {
+    const double d = std::fabs(static_cast<double>(best[r] - shares_[r]));
+    moved += best[r] > shares_[r] ? d : 0;
+    const double room =
+        options_.max_relative_step * std::max(static_cast<double>(shares_[r]), mean);
+    if (d > room) scale = std::min(scale, room / d);
+  }
+  limit = std::min(limit, std::floor(scale * moved));
+  return std::max<int64_t>(1, static_cast<int64_t>(limit));
 }
 
 Result<ShareController> ShareController::Create(ControllerOptions options, int64_t batch,
@@ -148,9 +196,8 @@ Result<Decision> ShareController::Decide(std::span<const RankFit> fits) {
   for (size_t r = 0; r < fits.size(); ++r) over_cap = over_cap || shares_[r] > fits[r].cap;
   // A cap that dropped below the current share must be honoured now, whatever the gain.
   if (!over_cap) {
-    if (d.predicted_current_ms <= d.predicted_best_ms * (1 + options_.dead_band)) return d;
-    auto limit = static_cast<int64_t>(std::floor(options_.max_step * static_cast<double>(batch_)));
-    std::vector<int64_t> next = LimitStep(shares_, best, std::max<int64_t>(1, limit));
+    if (d.predicted_current_ms <= d.predicted_best_ms * (1 + DeadBand(fits))) return d;
+    std::vector<int64_t> next = LimitStep(shares_, best, StepLimit(best));
     double next_ms = PredictedIterationMs(fits, next);
     if (next_ms > d.predicted_current_ms * (1 - options_.min_gain)) return d;
     d.shares = std::move(next);

@@ -93,7 +93,7 @@ bool CostModel::AddPoint(const WindowPoint& point) {
     has_shape_ = true;
   }
   for (Weighted& w : points_) w.weight *= options_.forgetting;
-  points_.push_back({point.samples, point.median_ms, 1.0});
+  points_.push_back({point.samples, point.median_ms, 1.0, point.sigma_ms});
   if (static_cast<int>(points_.size()) > options_.max_points) points_.erase(points_.begin());
   Refit();
   return change;
@@ -120,51 +120,76 @@ void CostModel::FitShape(double mean_n, double mean_t) {
   has_fit_ = true;
 }
 
+double CostModel::SlopeSigma(double mean_n, double sxx) const {
+  const double now = static_cast<double>(points_.back().samples);
+  const double width = options_.local_width * std::max(now, 1.0);
+  double var = 0;
+  for (const Weighted& p : points_) {
+    const double n = static_cast<double>(p.samples);
+    const double d = (n - now) / width;
+    const double w = p.weight * std::exp(-0.5 * d * d);
+    var += w * w * (n - mean_n) * (n - mean_n) * p.sigma_ms * p.sigma_ms;
+  }
+  return sxx > 0 ? std::sqrt(var) / sxx : 0;
+}
+
 void CostModel::Refit() {
-  double sw = 0, sn = 0, st = 0, snn = 0, snt = 0;
+  const double now = static_cast<double>(points_.back().samples);
+  const double width = options_.local_width * std::max(now, 1.0);
+  double sw = 0, sn = 0, st = 0, snn = 0, snt = 0, noise = 0;
   int64_t min_n = 0, max_n = 0;
   bool first = true;
   for (const Weighted& p : points_) {
-    double n = static_cast<double>(p.samples);
-    sw += p.weight;
-    sn += p.weight * n;
-    st += p.weight * p.ms;
-    snn += p.weight * n * n;
-    snt += p.weight * n * p.ms;
-    if (p.weight < kMinWeight) continue;
+    const double n = static_cast<double>(p.samples);
+    const double d = (n - now) / width;
+    const double w = p.weight * std::exp(-0.5 * d * d);
+    sw += w;
+    sn += w * n;
+    st += w * p.ms;
+    snn += w * n * n;
+    snt += w * n * p.ms;
+    noise += w * w * p.sigma_ms * p.sigma_ms;
+    if (w < kMinWeight) continue;
     min_n = first ? p.samples : std::min(min_n, p.samples);
     max_n = first ? p.samples : std::max(max_n, p.samples);
     first = false;
   }
   from_least_squares_ = false;
   if (sw <= 0) return;
-  double mean_n = sn / sw;
-  double mean_t = st / sw;
-  bool spread = max_n > min_n && static_cast<double>(max_n - min_n) >=
-                                     options_.min_relative_spread * static_cast<double>(max_n);
-  double denom = sw * snn - sn * sn;
-  if (spread && denom > 0) {
-    double c = (sw * snt - sn * st) / denom;
-    double a = (st - c * sn) / sw;
-    if (c > 0 && a >= 0) {
+  sigma_ = std::sqrt(noise) / sw;
+  const double mean_n = sn / sw;
+  const double mean_t = st / sw;
+  const bool spread =
+      max_n > min_n && static_cast<double>(max_n - min_n) >=
+                           options_.min_relative_spread * static_cast<double>(max_n);
+  // Centred sums: the weighted least-squares slope, numerically stable.
+  const double var_n = snn / sw - mean_n * mean_n;
+  const double cov = snt / sw - mean_n * mean_t;
+  if (spread && var_n > 0) {
+    // A slope <= 0 (noise, or a flat stretch) is taken as flat, then bounded below as any slope.
+    double c = std::max(0.0, cov / var_n);
+    const double level = mean_t + c * (now - mean_n);  // the local line at the current share
+    // A slope read from a short, noisy secant errs both ways; too low a slope hands the rank far
+    // too many samples. Use the slope plus slope_sigmas of its standard error: a smaller, safer
+    // move (the line still passes through the level, so the fixed point is unchanged).
+    c += options_.slope_sigmas * SlopeSigma(mean_n, sw * var_n);
+    // A nearly flat local slope (an under-filled GPU below its knee) is mostly noise, and a
+    // solver extrapolating it hands that rank far too much: bound it below.
+    if (now > 0) c = std::max(c, options_.min_slope_fraction * level / now);
+    double a = level - c * now;
+    if (a >= 0) {
       a_ = a;
       c_ = c;
-      has_fit_ = true;
-      shape_a_ = a;
-      shape_c_ = c;
-      has_shape_ = true;
       from_least_squares_ = true;
-      return;
-    }
-    if (c > 0 && snn > 0) {  // negative intercept: the best line through the origin
+    } else {  // through the origin and the level: the value at the current share stays exact
       a_ = 0;
-      c_ = snt / snn;
-      has_fit_ = true;
-      shape_a_ = a_;
-      shape_c_ = c_;
-      has_shape_ = true;
-      return;
+      c_ = now > 0 ? level / now : c;
     }
+    has_fit_ = true;
+    shape_a_ = a_;
+    shape_c_ = c_;
+    has_shape_ = true;
+    return;
   }
   FitShape(mean_n, mean_t);
 }

@@ -92,9 +92,47 @@ Result<double> GetNumber(const json& object, const std::string& path, const std:
   return x;
 }
 
+// "profile": [[n, ms], ...]: n integers strictly increasing from 0, ms > 0 non-decreasing.
+Result<std::vector<ProfilePoint>> ParseProfile(const json& j, const std::string& path) {
+  if (!j.is_array() || j.size() < 2) {
+    return PathError(path, "must be an array of at least 2 [samples, ms] points, got " + Shown(j));
+  }
+  std::vector<ProfilePoint> points;
+  for (size_t i = 0; i < j.size(); ++i) {
+    std::string where = path + "[" + std::to_string(i) + "]";
+    const json& p = j[i];
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number()) {
+      return PathError(where,
+                       "must be a [samples, ms] pair of an integer and a number, got " + Shown(p));
+    }
+    ProfilePoint point;
+    point.samples = p[0].is_number_unsigned() && p[0].get<uint64_t>() > uint64_t{kMaxBatch}
+                        ? kMaxBatch + 1
+                        : p[0].get<int64_t>();
+    point.ms = p[1].get<double>();
+    if (i == 0 && point.samples != 0)
+      return PathError(where, "the first point must be at 0 samples");
+    if (i > 0 && point.samples <= points.back().samples) {
+      return PathError(where, "samples must increase strictly, got " + Shown(p[0]) + " after " +
+                                  std::to_string(points.back().samples));
+    }
+    if (point.samples > kMaxBatch) return PathError(where, "samples must be <= 2^40");
+    if (!std::isfinite(point.ms) || point.ms <= 0 || point.ms > 1e9) {
+      return PathError(where, "ms must be a number > 0 and <= 1e9, got " + Shown(p[1]));
+    }
+    if (i > 0 && point.ms < points.back().ms) {
+      return PathError(where, "ms must not decrease, got " + Shown(p[1]) + " after " +
+                                  Shown(json(points.back().ms)));
+    }
+    points.push_back(point);
+  }
+  return points;
+}
+
 Result<ScenarioRank> ParseRank(const json& j, const std::string& path, int64_t batch) {
   HETRUN_RETURN_IF_ERROR(CheckObject(
-      j, path, {"family", "ms_fixed", "ms_per_sample", "max_samples", "max_micro_batch"}));
+      j, path,
+      {"family", "ms_fixed", "ms_per_sample", "profile", "max_samples", "max_micro_batch"}));
   ScenarioRank rank;
   if (!j.contains("family")) return PathError(Join(path, "family"), "missing");
   if (!j.at("family").is_string()) {
@@ -104,18 +142,39 @@ Result<ScenarioRank> ParseRank(const json& j, const std::string& path, int64_t b
   if (!DatasheetTflops(rank.family).ok()) {
     return PathError(Join(path, "family"), DatasheetTflops(rank.family).status().message());
   }
-  HETRUN_ASSIGN_OR_RETURN(rank.ms_fixed, GetNumber(j, path, "ms_fixed", 0, false, 1e9, {}));
-  HETRUN_ASSIGN_OR_RETURN(rank.ms_per_sample,
-                          GetNumber(j, path, "ms_per_sample", 0, false, 1e9, {}));
+  if (j.contains("profile")) {
+    for (const char* line : {"ms_fixed", "ms_per_sample"}) {
+      if (j.contains(line)) {
+        return PathError(Join(path, line), "give either profile or ms_fixed + ms_per_sample");
+      }
+    }
+    HETRUN_ASSIGN_OR_RETURN(rank.profile, ParseProfile(j.at("profile"), Join(path, "profile")));
+  } else {
+    HETRUN_ASSIGN_OR_RETURN(rank.ms_fixed, GetNumber(j, path, "ms_fixed", 0, false, 1e9, {}));
+    HETRUN_ASSIGN_OR_RETURN(rank.ms_per_sample,
+                            GetNumber(j, path, "ms_per_sample", 0, false, 1e9, {}));
+  }
   HETRUN_ASSIGN_OR_RETURN(rank.max_samples, GetInt(j, path, "max_samples", 0, kMaxBatch, batch));
   HETRUN_ASSIGN_OR_RETURN(rank.max_micro_batch,
                           GetInt(j, path, "max_micro_batch", 1, kMaxBatch, int64_t{0}));
   return rank;
 }
 
+Result<ScenarioSpikes> ParseSpikes(const json& root) {
+  ScenarioSpikes spikes;
+  if (!root.contains("spikes")) return spikes;
+  const json& j = root.at("spikes");
+  HETRUN_RETURN_IF_ERROR(CheckObject(j, "spikes", {"probability", "factor"}));
+  HETRUN_ASSIGN_OR_RETURN(spikes.probability,
+                          GetNumber(j, "spikes", "probability", 0, true, 1, {}));
+  HETRUN_ASSIGN_OR_RETURN(spikes.factor, GetNumber(j, "spikes", "factor", 1, true, 1e6, {}));
+  return spikes;
+}
+
 Result<Scenario> ParseTree(const json& root) {
   HETRUN_RETURN_IF_ERROR(CheckObject(
-      root, "", {"global_batch", "window", "iterations", "noise", "seed", "stages", "events"}));
+      root, "",
+      {"global_batch", "window", "iterations", "noise", "seed", "spikes", "stages", "events"}));
   Scenario s;
   HETRUN_ASSIGN_OR_RETURN(s.global_batch, GetInt(root, "", "global_batch", 1, kMaxBatch, {}));
   HETRUN_ASSIGN_OR_RETURN(s.window, GetInt(root, "", "window", 1, kMaxIterations, {}));
@@ -123,6 +182,7 @@ Result<Scenario> ParseTree(const json& root) {
   HETRUN_ASSIGN_OR_RETURN(s.noise, GetNumber(root, "", "noise", 0, true, 1, 0.0));
   HETRUN_ASSIGN_OR_RETURN(int64_t seed, GetInt(root, "", "seed", 0, INT64_MAX, int64_t{1}));
   s.seed = static_cast<uint64_t>(seed);
+  HETRUN_ASSIGN_OR_RETURN(s.spikes, ParseSpikes(root));
 
   if (!root.contains("stages")) return PathError("stages", "missing");
   const json& stages = root.at("stages");
@@ -192,6 +252,30 @@ Result<Scenario> ParseTree(const json& root) {
 }
 
 }  // namespace
+
+double ScenarioRank::TrueMs(int64_t n) const {
+  if (profile.empty()) return ms_fixed + ms_per_sample * static_cast<double>(n);
+  size_t i = 1;
+  while (i + 1 < profile.size() && profile[i].samples < n) ++i;
+  const ProfilePoint& p = profile[i - 1];
+  const ProfilePoint& q = profile[i];
+  // Inside segment [p, q], or past the last point on the last segment's slope.
+  const double slope = (q.ms - p.ms) / static_cast<double>(q.samples - p.samples);
+  return p.ms + slope * static_cast<double>(n - p.samples);
+}
+
+int64_t ScenarioRank::MostSamplesWithin(double ms, int64_t limit, double scale) const {
+  auto fits = [&](int64_t n) { return scale * TrueMs(n) <= ms; };
+  if (!fits(0)) return -1;
+  if (fits(limit)) return limit;
+  // TrueMs is non-decreasing: bisect for the last n that fits.
+  int64_t lo = 0, hi = limit;  // fits(lo), !fits(hi)
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
 
 int64_t Scenario::total_ranks() const {
   int64_t total = 0;

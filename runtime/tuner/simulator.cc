@@ -6,94 +6,11 @@
 #include <memory>
 
 #include "hetrun/tuner/random.h"
+#include "hetrun/tuner/stage_policy.h"
+#include "hetrun/tuner/true_optimum.h"
 
 namespace hetrun::tuner {
 namespace {
-
-// How one policy splits one stage's batch. Observe() gets each iteration's measured time per
-// rank; EndWindow() may change the split for the next window.
-class StagePolicy {
- public:
-  virtual ~StagePolicy() = default;
-  virtual const std::vector<int64_t>& shares() const = 0;
-  virtual Status Observe(size_t rank, double measured_ms) = 0;
-  virtual Status EndWindow() = 0;
-};
-
-// The controller the runtime uses: one RankObserver per rank, one ShareController for the group
-// (on real ranks each rank holds a replica of it, fed the same all-gathered bytes).
-class HetrunPolicy : public StagePolicy {
- public:
-  HetrunPolicy(ShareController group, std::vector<int64_t> caps, CostModelOptions model)
-      : group_(std::move(group)),
-        caps_(std::move(caps)),
-        observers_(caps_.size(), RankObserver(model)) {}
-  const std::vector<int64_t>& shares() const override { return group_.shares(); }
-  Status Observe(size_t rank, double measured_ms) override {
-    return observers_[rank].Record(group_.shares()[rank], measured_ms);
-  }
-  Status EndWindow() override {
-    std::vector<RankFit> gathered;
-    gathered.reserve(observers_.size());
-    for (size_t r = 0; r < observers_.size(); ++r) {
-      gathered.push_back(observers_[r].CloseWindow(caps_[r], group_.shares()[r]));
-    }
-    return group_.Decide(gathered).status();
-  }
-
- private:
-  ShareController group_;
-  std::vector<int64_t> caps_;
-  std::vector<RankObserver> observers_;
-};
-
-class StaticPolicy : public StagePolicy {
- public:
-  explicit StaticPolicy(std::vector<int64_t> shares) : shares_(std::move(shares)) {}
-  const std::vector<int64_t>& shares() const override { return shares_; }
-  Status Observe(size_t, double) override { return Status::Ok(); }
-  Status EndWindow() override { return Status::Ok(); }
-
- private:
-  std::vector<int64_t> shares_;
-};
-
-// LB-BSP-style baseline: each window, one sample moves from the rank with the slowest median
-// measured time (among ranks holding samples) to the fastest (among ranks below their cap).
-class LbbspPolicy : public StagePolicy {
- public:
-  LbbspPolicy(std::vector<int64_t> shares, std::vector<int64_t> caps)
-      : shares_(std::move(shares)), caps_(std::move(caps)), window_(shares_.size()) {}
-  const std::vector<int64_t>& shares() const override { return shares_; }
-  Status Observe(size_t rank, double measured_ms) override {
-    window_[rank].push_back({shares_[rank], measured_ms});
-    return Status::Ok();
-  }
-  Status EndWindow() override {
-    std::vector<double> median(shares_.size(), 0);
-    for (size_t r = 0; r < shares_.size(); ++r) {
-      std::vector<WindowPoint> points = SummarizeWindow(window_[r]);
-      median[r] = points.empty() ? 0 : points.back().median_ms;
-      window_[r].clear();
-    }
-    size_t slow = shares_.size(), fast = shares_.size();
-    for (size_t r = 0; r < shares_.size(); ++r) {
-      if (shares_[r] > 0 && (slow == shares_.size() || median[r] > median[slow])) slow = r;
-      if (shares_[r] < caps_[r] && (fast == shares_.size() || median[r] < median[fast])) fast = r;
-    }
-    if (slow < shares_.size() && fast < shares_.size() && slow != fast &&
-        median[slow] > median[fast]) {
-      --shares_[slow];
-      ++shares_[fast];
-    }
-    return Status::Ok();
-  }
-
- private:
-  std::vector<int64_t> shares_;
-  std::vector<int64_t> caps_;
-  std::vector<std::vector<Observation>> window_;
-};
 
 // The exact split of `batch` for weights 1/speed[r] under caps: min-max with a = 0, c = 1/speed.
 Result<std::vector<int64_t>> ProportionalShares(int64_t batch, const std::vector<double>& speed,
@@ -146,6 +63,8 @@ void Summarize(const Scenario& scenario, PolicyResult& result) {
     }
   }
   int64_t first = result.convergence_by_phase[0] < 0 ? 0 : result.convergence_by_phase[0];
+  result.steady_share_changes = 0;
+  result.steady_windows = 0;
   double sum = 0;
   int64_t used = 0;
   for (int64_t i = first; i < count; ++i) {
@@ -156,6 +75,12 @@ void Summarize(const Scenario& scenario, PolicyResult& result) {
     if (settling) continue;
     sum += w[static_cast<size_t>(i)].ratio;
     ++used;
+    // Stability: the windows after the tuner settled (kEventSettleWindows past convergence).
+    if (i < first + kEventSettleWindows) continue;
+    ++result.steady_windows;
+    if (w[static_cast<size_t>(i)].shares != w[static_cast<size_t>(i - 1)].shares) {
+      ++result.steady_share_changes;
+    }
   }
   if (used == 0) {
     for (const WindowRecord& r : w) sum += r.ratio;
@@ -166,138 +91,200 @@ void Summarize(const Scenario& scenario, PolicyResult& result) {
   for (size_t i = 1; i < w.size(); ++i) result.share_changes += w[i].shares != w[i - 1].shares;
 }
 
-Result<SimulationResult> Simulate(const Scenario& scenario, ControllerOptions options) {
-  options.window = scenario.window;
-  HETRUN_RETURN_IF_ERROR(ValidateControllerOptions(options));
-  const int64_t batch = scenario.global_batch;
-  const size_t num_stages = scenario.stages.size();
+namespace {
 
-  // Global rank layout and the baselines' starting points, per stage.
-  std::vector<size_t> first_rank(num_stages, 0);
-  std::vector<const ScenarioRank*> ranks;
-  std::vector<Policy> policies(4);
-  policies[0].name = "hetrun";
-  policies[1].name = "uniform";
-  policies[2].name = "static_datasheet";
-  policies[3].name = "lbbsp";
-  for (size_t s = 0; s < num_stages; ++s) {
-    first_rank[s] = ranks.size();
+// One run: every policy over the same iterations, the same noise and spike draws.
+class Simulation {
+ public:
+  Simulation(const Scenario& scenario, ControllerOptions options)
+      : s_(scenario), options_(options), noise_rng_(scenario.seed), spike_rng_(~scenario.seed) {}
+
+  Status Init();
+  Status Run();
+  SimulationResult Finish();
+
+ private:
+  Status ComputeOptimum();
+  Status ApplyEvents(int64_t iteration, size_t& next_event);
+  void StartWindow(int64_t iteration);
+  Status Iterate();
+  Status FinishWindow(int64_t in_window);
+
+  const Scenario& s_;
+  ControllerOptions options_;
+  std::vector<size_t> first_rank_;  // per stage, its first global rank
+  std::vector<const ScenarioRank*> ranks_;
+  std::vector<Policy> policies_;
+  std::vector<double> slowdown_;
+  std::vector<double> measured_factor_;  // this iteration's noise x spike factor per rank
+  Random noise_rng_;
+  Random spike_rng_;
+  double optimal_ms_ = 0;
+  double window_optimal_ms_ = 0;
+};
+
+Status Simulation::Init() {
+  for (const char* name : {"hetrun", "uniform", "static_datasheet", "proportional", "lbb"}) {
+    policies_.push_back(Policy{name, {}, {}, 0});
+  }
+  const int64_t batch = s_.global_batch;
+  for (const ScenarioStage& stage : s_.stages) {
+    first_rank_.push_back(ranks_.size());
     std::vector<int64_t> caps;
-    std::vector<double> ones, tflops;
-    for (const ScenarioRank& r : scenario.stages[s].ranks) {
-      ranks.push_back(&r);
+    std::vector<double> ones, tflops, startup;
+    for (const ScenarioRank& r : stage.ranks) {
+      ranks_.push_back(&r);
       caps.push_back(r.max_samples);
       ones.push_back(1.0);
       HETRUN_ASSIGN_OR_RETURN(double t, DatasheetTflops(r.family));
       tflops.push_back(t);
+      startup.push_back(r.TrueMs(0));
     }
     HETRUN_ASSIGN_OR_RETURN(std::vector<int64_t> uniform, ProportionalShares(batch, ones, caps));
     HETRUN_ASSIGN_OR_RETURN(std::vector<int64_t> datasheet,
                             ProportionalShares(batch, tflops, caps));
     HETRUN_ASSIGN_OR_RETURN(ShareController group,
-                            ShareController::Create(options, batch, uniform));
-    policies[0].stages.push_back(
-        std::make_unique<HetrunPolicy>(std::move(group), caps, options.cost_model));
-    policies[1].stages.push_back(std::make_unique<StaticPolicy>(uniform));
-    policies[2].stages.push_back(std::make_unique<StaticPolicy>(datasheet));
-    policies[3].stages.push_back(std::make_unique<LbbspPolicy>(uniform, caps));
+                            ShareController::Create(options_, batch, uniform));
+    policies_[0].stages.push_back(MakeHetrunPolicy(std::move(group), caps, options_.cost_model));
+    policies_[1].stages.push_back(MakeStaticPolicy(uniform));
+    policies_[2].stages.push_back(MakeStaticPolicy(datasheet));
+    policies_[3].stages.push_back(MakeProportionalPolicy(uniform, caps));
+    policies_[4].stages.push_back(MakeLbbPolicy(uniform, caps, startup));
   }
-  const size_t total = ranks.size();
+  slowdown_.assign(ranks_.size(), 1.0);
+  measured_factor_.assign(ranks_.size(), 1.0);
+  return ComputeOptimum();
+}
 
-  std::vector<double> slowdown(total, 1.0);
+// The exact optimum for the current slowdowns: the slowest stage's min-max.
+Status Simulation::ComputeOptimum() {
+  optimal_ms_ = 0;
+  for (size_t st = 0; st < s_.stages.size(); ++st) {
+    std::vector<TrueRank> truth;
+    for (size_t r = 0; r < s_.stages[st].ranks.size(); ++r) {
+      const ScenarioRank& rank = s_.stages[st].ranks[r];
+      truth.push_back({&rank, slowdown_[first_rank_[st] + r], rank.max_samples});
+    }
+    HETRUN_ASSIGN_OR_RETURN(double best, OptimalIterationMs(s_.global_batch, truth));
+    optimal_ms_ = std::max(optimal_ms_, best);
+  }
+  return Status::Ok();
+}
+
+Status Simulation::ApplyEvents(int64_t iteration, size_t& next_event) {
+  bool changed = false;
+  while (next_event < s_.events.size() && s_.events[next_event].iteration == iteration) {
+    const ScenarioEvent& e = s_.events[next_event++];
+    slowdown_[static_cast<size_t>(e.rank)] = e.slowdown;
+    changed = true;
+  }
+  return changed ? ComputeOptimum() : Status::Ok();
+}
+
+void Simulation::StartWindow(int64_t iteration) {
+  for (Policy& p : policies_) {
+    WindowRecord record;
+    record.window = iteration / s_.window;
+    for (const auto& stage : p.stages) {
+      record.shares.insert(record.shares.end(), stage->shares().begin(), stage->shares().end());
+    }
+    p.result.windows.push_back(std::move(record));
+    p.window_ms = 0;
+  }
+  window_optimal_ms_ = 0;
+}
+
+// One iteration of every policy. Noise and spikes disturb the measured times only: the
+// iteration's true time (and the optimum) never sees them.
+Status Simulation::Iterate() {
+  const bool spikes = s_.spikes.probability > 0;
+  for (double& f : measured_factor_) {
+    f = std::max(0.01, 1 + s_.noise * noise_rng_.Normal());  // one draw per rank for all
+  }
+  if (spikes) {
+    for (double& f : measured_factor_) {
+      if (spike_rng_.Uniform() < s_.spikes.probability) f *= s_.spikes.factor;
+    }
+  }
+  for (Policy& p : policies_) {
+    double iteration_ms = 0;
+    for (size_t st = 0; st < s_.stages.size(); ++st) {
+      StagePolicy& stage = *p.stages[st];
+      for (size_t r = 0; r < stage.shares().size(); ++r) {
+        size_t g = first_rank_[st] + r;
+        double true_ms = slowdown_[g] * ranks_[g]->TrueMs(stage.shares()[r]);
+        iteration_ms = std::max(iteration_ms, true_ms);
+        HETRUN_RETURN_IF_ERROR(stage.Observe(r, true_ms * measured_factor_[g]));
+      }
+      HETRUN_RETURN_IF_ERROR(stage.EndIteration());
+    }
+    p.window_ms += iteration_ms;
+  }
+  window_optimal_ms_ += optimal_ms_;
+  return Status::Ok();
+}
+
+Status Simulation::FinishWindow(int64_t in_window) {
+  for (Policy& p : policies_) {
+    WindowRecord& record = p.result.windows.back();
+    record.iteration_ms = p.window_ms / static_cast<double>(in_window);
+    record.optimal_ms = window_optimal_ms_ / static_cast<double>(in_window);
+    record.ratio = record.iteration_ms / record.optimal_ms;
+    if (in_window == s_.window) {
+      for (auto& stage : p.stages) HETRUN_RETURN_IF_ERROR(stage->EndWindow());
+    }
+  }
+  return Status::Ok();
+}
+
+Status Simulation::Run() {
   size_t next_event = 0;
-  Random random(scenario.seed);
-  std::vector<double> noise(total, 0);
-
-  // The exact optimum for the current slowdowns (recomputed only when an event changes them).
-  double optimal_ms = 0;
-  auto compute_optimum = [&]() -> Status {
-    optimal_ms = 0;
-    for (size_t s = 0; s < num_stages; ++s) {
-      std::vector<RankFit> truth;
-      for (size_t r = 0; r < scenario.stages[s].ranks.size(); ++r) {
-        const ScenarioRank& rank = scenario.stages[s].ranks[r];
-        double k = slowdown[first_rank[s] + r];
-        truth.push_back({rank.ms_fixed * k, rank.ms_per_sample * k, rank.max_samples, 0});
-      }
-      HETRUN_ASSIGN_OR_RETURN(std::vector<int64_t> best, SolveShares(batch, truth));
-      optimal_ms = std::max(optimal_ms, PredictedIterationMs(truth, best));
-    }
-    return Status::Ok();
-  };
-  HETRUN_RETURN_IF_ERROR(compute_optimum());
-
-  double window_optimal_ms = 0;
   int64_t in_window = 0;
-  for (int64_t it = 0; it < scenario.iterations; ++it) {
-    bool changed = false;
-    while (next_event < scenario.events.size() && scenario.events[next_event].iteration == it) {
-      const ScenarioEvent& e = scenario.events[next_event++];
-      slowdown[static_cast<size_t>(e.rank)] = e.slowdown;
-      changed = true;
-    }
-    if (changed) HETRUN_RETURN_IF_ERROR(compute_optimum());
-    if (in_window == 0) {
-      for (Policy& p : policies) {
-        WindowRecord record;
-        record.window = it / scenario.window;
-        for (const auto& stage : p.stages) {
-          record.shares.insert(record.shares.end(), stage->shares().begin(), stage->shares().end());
-        }
-        p.result.windows.push_back(std::move(record));
-        p.window_ms = 0;
-      }
-      window_optimal_ms = 0;
-    }
-    for (double& z : noise) z = random.Normal();  // one draw per rank, shared by every policy
-    for (Policy& p : policies) {
-      double iteration_ms = 0;
-      for (size_t s = 0; s < num_stages; ++s) {
-        StagePolicy& stage = *p.stages[s];
-        for (size_t r = 0; r < stage.shares().size(); ++r) {
-          size_t g = first_rank[s] + r;
-          RankFit truth{ranks[g]->ms_fixed * slowdown[g], ranks[g]->ms_per_sample * slowdown[g], 0,
-                        0};
-          double true_ms = PredictedMs(truth, stage.shares()[r]);
-          iteration_ms = std::max(iteration_ms, true_ms);
-          double measured = true_ms * std::max(0.01, 1 + scenario.noise * noise[g]);
-          HETRUN_RETURN_IF_ERROR(stage.Observe(r, measured));
-        }
-      }
-      p.window_ms += iteration_ms;
-    }
-    window_optimal_ms += optimal_ms;
+  for (int64_t it = 0; it < s_.iterations; ++it) {
+    HETRUN_RETURN_IF_ERROR(ApplyEvents(it, next_event));
+    if (in_window == 0) StartWindow(it);
+    HETRUN_RETURN_IF_ERROR(Iterate());
     ++in_window;
-    bool window_done = in_window == scenario.window || it + 1 == scenario.iterations;
-    if (!window_done) continue;
-    for (Policy& p : policies) {
-      WindowRecord& record = p.result.windows.back();
-      record.iteration_ms = p.window_ms / static_cast<double>(in_window);
-      record.optimal_ms = window_optimal_ms / static_cast<double>(in_window);
-      record.ratio = record.iteration_ms / record.optimal_ms;
-      if (in_window == scenario.window) {
-        for (auto& stage : p.stages) HETRUN_RETURN_IF_ERROR(stage->EndWindow());
-      }
+    if (in_window == s_.window || it + 1 == s_.iterations) {
+      HETRUN_RETURN_IF_ERROR(FinishWindow(in_window));
+      in_window = 0;
     }
-    in_window = 0;
   }
+  return Status::Ok();
+}
 
+SimulationResult Simulation::Finish() {
   SimulationResult out;
-  for (Policy& p : policies) {
+  for (Policy& p : policies_) {
     p.result.name = p.name;
-    Summarize(scenario, p.result);
+    Summarize(s_, p.result);
   }
-  out.hetrun = std::move(policies[0].result);
-  for (size_t i = 1; i < policies.size(); ++i)
-    out.baselines.push_back(std::move(policies[i].result));
+  out.hetrun = std::move(policies_[0].result);
+  for (size_t i = 1; i < policies_.size(); ++i) {
+    out.baselines.push_back(std::move(policies_[i].result));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<SimulationResult> Simulate(const Scenario& scenario, ControllerOptions options) {
+  options.window = scenario.window;
+  HETRUN_RETURN_IF_ERROR(ValidateControllerOptions(options));
+  Simulation run(scenario, options);
+  HETRUN_RETURN_IF_ERROR(run.Init());
+  HETRUN_RETURN_IF_ERROR(run.Run());
+  SimulationResult out = run.Finish();
   const std::vector<int64_t>& final_shares = out.hetrun.windows.back().shares;
-  for (size_t g = 0; g < total; ++g) {
-    if (ranks[g]->max_micro_batch > 0) {
-      HETRUN_ASSIGN_OR_RETURN(MicroBatchPlan plan,
-                              PlanMicroBatches(final_shares[g], ranks[g]->max_micro_batch));
+  size_t g = 0;
+  for (const ScenarioStage& stage : scenario.stages) {
+    for (const ScenarioRank& rank : stage.ranks) {
+      MicroBatchPlan plan;
+      if (rank.max_micro_batch > 0) {
+        HETRUN_ASSIGN_OR_RETURN(plan, PlanMicroBatches(final_shares[g], rank.max_micro_batch));
+      }
       out.micro_batches.push_back(plan);
-    } else {
-      out.micro_batches.push_back(MicroBatchPlan{});
+      ++g;
     }
   }
   return out;

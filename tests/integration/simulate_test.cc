@@ -36,9 +36,22 @@ TEST(SimulateCommandTest, JsonHasTheContractKeysAndMeetsTheGoal) {
   EXPECT_EQ(j["windows"][0]["shares"].size(), 8u);
   EXPECT_LE(j["steady_ratio"].get<double>(), 1.02);
   EXPECT_LE(j["convergence_windows"].get<int>(), 3);
-  for (const char* name : {"uniform", "static_datasheet", "lbbsp"}) {
+  const double steady = j["steady_ratio"].get<double>();
+  for (const char* name : {"uniform", "static_datasheet", "proportional", "lbb"}) {
     ASSERT_TRUE(j["baselines"].contains(name)) << name;
-    EXPECT_LT(j["steady_ratio"].get<double>(), j["baselines"][name]["steady_ratio"].get<double>());
+    const nlohmann::json& b = j["baselines"][name];
+    for (const char* key : {"windows", "steady_ratio", "convergence_windows",
+                            "convergence_windows_by_phase", "share_changes"}) {
+      EXPECT_TRUE(j.contains(key)) << key;
+      EXPECT_TRUE(b.contains(key)) << name << " " << key;
+    }
+    // A proportional rule's fixed point is the equal-time optimum: hetrun must not lose to it by
+    // more than 0.5%; it beats the others.
+    if (std::string(name) == "proportional") {
+      EXPECT_LE(steady, b["steady_ratio"].get<double>() * 1.005);
+    } else {
+      EXPECT_LT(steady, b["steady_ratio"].get<double>()) << name;
+    }
   }
 }
 
@@ -52,9 +65,21 @@ TEST(SimulateCommandTest, PlotWritesAnSvg) {
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str().rfind("<svg", 0), 0u);
-  for (const char* series : {"hetrun", "uniform", "static_datasheet", "lbbsp", "optimum"}) {
+  for (const char* series :
+       {"hetrun", "uniform", "static_datasheet", "proportional", "lbb", "optimum"}) {
     EXPECT_NE(text.str().find(series), std::string::npos) << series;
   }
+}
+
+TEST(SimulateCommandTest, BadProfileExits78NamingTheJsonPath) {
+  TempDir dir;
+  std::string path = dir.WriteFile(
+      "bad.json", R"({"global_batch": 8, "window": 2, "iterations": 10, "stages": [{"ranks": [
+        {"family": "hopper", "ms_fixed": 1, "ms_per_sample": 1},
+        {"family": "ampere", "profile": [[0, 5], [4, 9], [2, 12]]}]}]})");
+  ProcessResult r = Hetrun({"simulate", "--scenario", path});
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find("stages[0].ranks[1].profile[2]"), std::string::npos) << r.err;
 }
 
 TEST(SimulateCommandTest, BadScenarioExits78NamingTheJsonPath) {

@@ -62,6 +62,62 @@ TEST(ScenarioTest, BadFieldsNameTheirJsonPath) {
               "global_batch");
 }
 
+constexpr const char* kProfile = R"({"global_batch": 64, "window": 5, "iterations": 50,
+ "spikes": {"probability": 0.02, "factor": 5},
+ "stages": [{"ranks": [
+   {"family": "hopper", "profile": [[0, 10], [8, 11], [24, 19]]},
+   {"family": "ampere", "ms_fixed": 6.0, "ms_per_sample": 1}]}]})";
+
+TEST(ScenarioTest, ProfileIsPiecewiseLinearAndItsLastSlopeContinues) {
+  Result<Scenario> s = ParseScenario(kProfile);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const ScenarioRank& r = s->stages[0].ranks[0];
+  ASSERT_EQ(r.profile.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.TrueMs(0), 10);
+  EXPECT_DOUBLE_EQ(r.TrueMs(4), 10.5);
+  EXPECT_DOUBLE_EQ(r.TrueMs(8), 11);
+  EXPECT_DOUBLE_EQ(r.TrueMs(16), 15);
+  EXPECT_DOUBLE_EQ(r.TrueMs(24), 19);
+  EXPECT_DOUBLE_EQ(r.TrueMs(40), 27);  // slope 0.5 continues past the last point
+  EXPECT_DOUBLE_EQ(s->stages[0].ranks[1].TrueMs(3), 9);
+  EXPECT_EQ(s->spikes.probability, 0.02);
+  EXPECT_EQ(s->spikes.factor, 5);
+}
+
+TEST(ScenarioTest, MostSamplesWithinIsTheLastCountThatFits) {
+  Result<Scenario> s = ParseScenario(kProfile);
+  ASSERT_TRUE(s.ok());
+  const ScenarioRank& r = s->stages[0].ranks[0];
+  EXPECT_EQ(r.MostSamplesWithin(9.99, 64), -1);
+  EXPECT_EQ(r.MostSamplesWithin(10.5, 64), 4);
+  EXPECT_EQ(r.MostSamplesWithin(15.2, 64), 16);
+  EXPECT_EQ(r.MostSamplesWithin(1000, 64), 64);
+  for (int64_t n = 0; n < 64; ++n) {
+    EXPECT_EQ(r.MostSamplesWithin(r.TrueMs(n), 64), n) << n;
+  }
+}
+
+TEST(ScenarioTest, BadProfilesAndSpikesNameTheirJsonPath) {
+  const std::string p = "[[0, 10], [8, 11], [24, 19]]";
+  const std::string base = kProfile;
+  ExpectError(Replace(base, p, "[]"), "stages[0].ranks[0].profile");
+  ExpectError(Replace(base, p, "[[0, 10]]"), "stages[0].ranks[0].profile");
+  ExpectError(Replace(base, p, "[[1, 10], [8, 11]]"), "stages[0].ranks[0].profile[0]");
+  ExpectError(Replace(base, p, "[[0, 10], [8, 11], [8, 12]]"), "stages[0].ranks[0].profile[2]");
+  ExpectError(Replace(base, p, "[[0, 10], [9, 11], [8, 12]]"), "stages[0].ranks[0].profile[2]");
+  ExpectError(Replace(base, p, "[[0, 10], [8, 9]]"), "stages[0].ranks[0].profile[1]");
+  ExpectError(Replace(base, p, "[[0, -1], [8, 9]]"), "stages[0].ranks[0].profile[0]");
+  ExpectError(Replace(base, p, "[[0, 10], [-8, 11]]"), "stages[0].ranks[0].profile[1]");
+  ExpectError(Replace(base, p, "[[0, 10], [8]]"), "stages[0].ranks[0].profile[1]");
+  ExpectError(Replace(base, p, "[[0, 10], [8.5, 11]]"), "stages[0].ranks[0].profile[1]");
+  ExpectError(Replace(base, p, "{}"), "stages[0].ranks[0].profile");
+  ExpectError(Replace(base, "\"profile\": " + p, "\"ms_fixed\": 1, \"profile\": " + p),
+              "stages[0].ranks[0].ms_fixed");
+  ExpectError(Replace(base, "\"probability\": 0.02", "\"probability\": 1.5"), "spikes.probability");
+  ExpectError(Replace(base, "\"factor\": 5", "\"factor\": 0.5"), "spikes.factor");
+  ExpectError(Replace(base, "\"factor\": 5", "\"factor\": 5, \"when\": 1"), "spikes.when");
+}
+
 TEST(ScenarioTest, CapsThatCannotHoldTheBatchAreAnError) {
   std::string text = Replace(kGood, R"("max_samples": 512})", R"("max_samples": 100})");
   text =

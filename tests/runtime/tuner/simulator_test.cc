@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "hetrun/tuner/random.h"
 
 namespace hetrun::tuner {
@@ -16,8 +18,8 @@ Scenario Mix(double noise) {
   s.noise = noise;
   s.seed = 5;
   ScenarioStage stage{"dp", {}};
-  for (int i = 0; i < 2; ++i) stage.ranks.push_back({"hopper", 4, 1, 512, 0});
-  for (int i = 0; i < 2; ++i) stage.ranks.push_back({"ampere", 24, 3.17, 512, 0});
+  for (int i = 0; i < 2; ++i) stage.ranks.push_back({"hopper", 4, 1, {}, 512, 0});
+  for (int i = 0; i < 2; ++i) stage.ranks.push_back({"ampere", 24, 3.17, {}, 512, 0});
   s.stages.push_back(stage);
   return s;
 }
@@ -39,7 +41,7 @@ TEST(SimulatorTest, HetrunConvergesAndBeatsEveryBaselineOnAMix) {
   EXPECT_LE(r->hetrun.steady_ratio, 1.02);
   EXPECT_GE(r->hetrun.convergence_windows, 0);
   EXPECT_LE(r->hetrun.convergence_windows, 3);
-  ASSERT_EQ(r->baselines.size(), 3u);
+  ASSERT_EQ(r->baselines.size(), 4u);
   for (const PolicyResult& b : r->baselines) {
     EXPECT_LT(r->hetrun.steady_ratio, b.steady_ratio) << b.name;
   }
@@ -58,6 +60,57 @@ TEST(SimulatorTest, ReconvergesAfterASlowdownAndRecovery) {
   }
 }
 
+// The goals of issue 16 on every bundled scenario, from the simulator (deterministic seeds).
+TEST(SimulatorTest, EveryBundledScenarioMeetsTheGoalsAgainstProportional) {
+  int checked = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(HETRUN_SOURCE_DIR "/examples/scenarios")) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string name = entry.path().filename().string();
+    Result<Scenario> s = LoadScenario(entry.path().string());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    Result<SimulationResult> r = Simulate(*s);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status().ToString();
+    ASSERT_EQ(r->baselines.size(), 4u);
+    const PolicyResult& proportional = r->baselines[2];
+    ASSERT_EQ(proportional.name, "proportional");
+    EXPECT_LE(r->hetrun.steady_ratio, 1.03) << name;
+    EXPECT_GE(r->hetrun.convergence_windows, 0) << name;
+    EXPECT_LE(r->hetrun.convergence_windows, 4) << name;
+    EXPECT_LE(r->hetrun.steady_ratio, proportional.steady_ratio * 1.005) << name;
+    EXPECT_LE(10 * r->hetrun.steady_share_changes, r->hetrun.steady_windows) << name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 14);
+}
+
+TEST(SimulatorTest, SpikesDisturbMeasurementsNotTheOptimumOrTheTrueTimes) {
+  Scenario calm = Mix(0.03);
+  calm.stages[0].ranks[0].profile = {{0, 4}, {32, 6}, {512, 518}};  // a knee on rank 0
+  Scenario spiky = calm;
+  spiky.spikes = {0.05, 5};
+  Result<SimulationResult> a = Simulate(calm);
+  Result<SimulationResult> b = Simulate(spiky);
+  ASSERT_TRUE(a.ok() && b.ok());
+  bool differs = false;
+  for (size_t w = 0; w < a->hetrun.windows.size(); ++w) {
+    EXPECT_EQ(a->hetrun.windows[w].optimal_ms, b->hetrun.windows[w].optimal_ms);
+    // A static split's true iteration time is untouched by what the measurements show.
+    EXPECT_EQ(a->baselines[0].windows[w].iteration_ms, b->baselines[0].windows[w].iteration_ms);
+    differs = differs || a->hetrun.windows[w].shares != b->hetrun.windows[w].shares ||
+              a->baselines[2].windows[w].shares != b->baselines[2].windows[w].shares;
+  }
+  EXPECT_TRUE(differs) << "spikes never reached a policy";
+}
+
+TEST(SimulatorTest, ProportionalChangesSharesInNoisyWindowsAndHetrunHolds) {
+  Result<SimulationResult> r = Simulate(Mix(0.05));
+  ASSERT_TRUE(r.ok());
+  const PolicyResult& proportional = r->baselines[2];
+  EXPECT_GT(proportional.share_changes, 20);
+  EXPECT_LT(r->hetrun.share_changes, 6);
+}
+
 TEST(SimulatorTest, SummarizeCountsConvergenceFromEachPhase) {
   Scenario s = Mix(0);
   s.iterations = 100;
@@ -74,11 +127,23 @@ TEST(SimulatorTest, SummarizeCountsConvergenceFromEachPhase) {
 }
 
 TEST(RandomTest, StreamIsFixedAcrossBuilds) {
+  // Recorded from an independent implementation of splitmix64 seeding + xoshiro256** + the polar
+  // method (Python integers, written from the algorithms' published definitions): any change to
+  // the generator, its seeding or its conversions changes every simulation and fails here.
   Random random(1);
-  // splitmix64 seeding + xoshiro256**: the first output for seed 1 is a constant of the algorithm.
-  uint64_t first = random.Next();
-  Random again(1);
-  EXPECT_EQ(first, again.Next());
+  EXPECT_EQ(random.Next(), 0xb3f2af6d0fc710c5ULL);
+  EXPECT_EQ(random.Next(), 0x853b559647364ceaULL);
+  EXPECT_EQ(random.Next(), 0x92f89756082a4514ULL);
+  Random uniform(42);
+  EXPECT_DOUBLE_EQ(uniform.Uniform(), 0.08386297105988216);
+  EXPECT_DOUBLE_EQ(uniform.Uniform(), 0.3789802506626686);
+  Random normal(9);
+  const double expected[] = {-0.6305639223177938, 0.39922078645911546, 0.28669230468581175,
+                             0.16660150399524096};
+  for (double e : expected) EXPECT_NEAR(normal.Normal(), e, 1e-15);
+}
+
+TEST(RandomTest, NormalDeviatesHaveUnitVariance) {
   Random normal(9);
   double sum = 0, sum2 = 0;
   for (int i = 0; i < 20000; ++i) {

@@ -29,11 +29,19 @@ struct ControllerOptions {
   /// Dead band: hold the split while its predicted iteration time is within this fraction of the
   /// best split's (noise in the fits must not move samples around).
   double dead_band = 0.01;
+  /// ...widened to noise_sigmas * sqrt(2 ln R) standard errors of the noisiest rank's fitted time
+  /// at its share (RankFit::sigma_ms / its time), R ranks: the predicted iteration is a maximum
+  /// over R noisy fits, so a gap the measurements cannot tell from noise moves nothing.
+  double noise_sigmas = 1;
   /// Minimum predicted gain: a move must shorten the predicted iteration by this fraction.
   double min_gain = 0.005;
   /// Step limit: at most this fraction of the batch changes rank in one window (>= 1 sample);
   /// larger moves are taken over several windows along the straight line to the target.
   double max_step = 0.5;
+  /// Trust region: the move is also scaled down so no rank's share changes by more than this
+  /// fraction of max(its share, the mean share) in one window. The fits are local lines; far from
+  /// the share they were measured at, a knee or a steeper slope makes them wrong.
+  double max_relative_step = 0.5;
   CostModelOptions cost_model;
 };
 
@@ -87,6 +95,8 @@ class ShareController {
  private:
   ShareController(ControllerOptions options, int64_t batch, std::vector<int64_t> shares)
       : options_(options), batch_(batch), shares_(std::move(shares)) {}
+  double DeadBand(std::span<const RankFit> fits) const;
+  int64_t StepLimit(std::span<const int64_t> best) const;
   ControllerOptions options_;
   int64_t batch_;
   std::vector<int64_t> shares_;

@@ -50,14 +50,28 @@ struct CostModelOptions {
   /// is modelled 2x at once.
   double change_sigmas = 5;
   double change_floor = 0.08;
+  /// Local fit: a point's weight is multiplied by exp(-d^2 / 2) with d = |n - n_now| /
+  /// (local_width * n_now), n_now the latest window's sample count. True times are not lines
+  /// (an under-filled GPU is flat below a knee, recomputation steepens the slope past a memory
+  /// threshold): what the solver needs is the value and slope AT the current share, and a line
+  /// through far-away points would bias both.
+  double local_width = 0.3;
+  /// The fitted slope is at least this fraction of the time per sample at the current share
+  /// (t(n) / n). Below a knee the true slope is nearly 0 and its estimate mostly noise; a solver
+  /// extrapolating a near-zero slope sends a rank far past its knee, so the slope is bounded.
+  double min_slope_fraction = 0.5;
+  /// The slope used is the fitted one plus this many of its standard errors (from the points'
+  /// sigma_ms): a noisy secant read too low would hand a rank far too many samples.
+  double slope_sigmas = 1;
 };
 
-/// The fit. Degenerate inputs, by design:
+/// The fit: a weighted least-squares line around the latest sample count (forgetting x locality
+/// weights), read off at that count: level L and slope c, a = L - c n_now. Degenerate inputs:
 ///  - only one distinct sample count (or too little spread): keep the last shape (a, c) scaled by
 ///    one factor so the line passes through the weighted mean point; with no shape yet, the
 ///    proportional model a = 0, c = t / n. With only n = 0 seen and no shape: a = t, c = t.
 ///  - least squares giving a slope <= 0: the same fallback as too little spread;
-///    giving an intercept < 0: the line through the origin, c = sum(w n t) / sum(w n n).
+///    giving an intercept < 0: the line through the origin and the level, c = L / n_now.
 class CostModel {
  public:
   explicit CostModel(CostModelOptions options = {});
@@ -71,14 +85,19 @@ class CostModel {
   double c_ms() const { return c_; }
   /// a + c * n; 0 without a fit.
   double Predict(int64_t samples) const;
+  /// Standard error of Predict() at the latest sample count (ms), from the window points'
+  /// sigma_ms and their weights; 0 when the points carry none.
+  double sigma_ms() const { return sigma_; }
 
  private:
   struct Weighted {
     int64_t samples;
     double ms;
     double weight;
+    double sigma_ms;
   };
   void Refit();
+  double SlopeSigma(double mean_n, double sxx) const;
   void FitShape(double mean_n, double mean_t);
 
   CostModelOptions options_;
@@ -86,6 +105,7 @@ class CostModel {
   bool has_fit_ = false;
   double a_ = 0;
   double c_ = 0;
+  double sigma_ = 0;
   bool has_shape_ = false;
   bool from_least_squares_ = false;  // the current fit is a well-conditioned line
   double shape_a_ = 0;               // the last well-conditioned fit, kept for rescaling

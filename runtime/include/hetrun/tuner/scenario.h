@@ -10,12 +10,35 @@
 
 namespace hetrun::tuner {
 
+/// One point of a rank's true time curve: `ms` milliseconds for `samples` samples.
+struct ProfilePoint {
+  int64_t samples = 0;
+  double ms = 0;
+};
+
 struct ScenarioRank {
-  std::string family;           ///< a family of the datasheet table (DatasheetTflops)
-  double ms_fixed = 0;          ///< true fixed time per iteration, ms, > 0
-  double ms_per_sample = 0;     ///< true time per sample, ms, > 0
+  std::string family;        ///< a family of the datasheet table (DatasheetTflops)
+  double ms_fixed = 0;       ///< true fixed time per iteration, ms, > 0 (a line; see profile)
+  double ms_per_sample = 0;  ///< true time per sample, ms, > 0
+  /// Instead of the line: the true time is the piecewise-linear interpolation through these
+  /// points (samples strictly increasing from 0, ms > 0 and non-decreasing, at least 2 points);
+  /// past the last point the last segment's slope continues. Empty for a line.
+  std::vector<ProfilePoint> profile;
   int64_t max_samples = 0;      ///< cap per iteration (default: the global batch)
   int64_t max_micro_batch = 0;  ///< largest micro-batch that fits its memory; 0 = not given
+
+  /// The true time at n >= 0 samples (the profile, or ms_fixed + ms_per_sample * n).
+  double TrueMs(int64_t n) const;
+  /// The largest n >= 0 with scale * TrueMs(n) <= ms, at most `limit`; -1 when even n = 0
+  /// takes longer. `scale` is a slowdown: compared as the product, never by dividing `ms`.
+  int64_t MostSamplesWithin(double ms, int64_t limit, double scale = 1) const;
+};
+
+/// Heavy tails on what the tuner sees: each measured step time (never the true one) is
+/// multiplied by `factor` with probability `probability`, from its own seeded stream.
+struct ScenarioSpikes {
+  double probability = 0;  ///< in [0, 1]
+  double factor = 1;       ///< >= 1
 };
 
 struct ScenarioStage {
@@ -24,7 +47,7 @@ struct ScenarioStage {
 };
 
 /// From `iteration` on, rank `rank` (global index over all stages in order) runs `slowdown`
-/// times slower (both fixed and per-sample time); 1.0 recovers.
+/// times slower (its whole true time curve is scaled: line or profile); 1.0 recovers.
 struct ScenarioEvent {
   int64_t iteration = 0;
   int64_t rank = 0;
@@ -37,6 +60,7 @@ struct Scenario {
   int64_t iterations = 0;
   double noise = 0;  ///< relative std-dev of measured times (0 <= noise <= 1)
   uint64_t seed = 1;
+  ScenarioSpikes spikes;
   std::vector<ScenarioStage> stages;
   std::vector<ScenarioEvent> events;  ///< sorted by iteration (stable)
 

@@ -1,5 +1,7 @@
 // `hetrun simulate`: runs the real controller (RankObserver + ShareController, the code the
-// runtime uses) on simulated times, side by side with baselines on the same noise draws.
+// runtime uses) on simulated times, side by side with baselines (stage_policy.h) on the same
+// noise and spike draws. True times are lines or piecewise-linear profiles (scenario.h); the
+// optimum is exact for both (true_optimum.h).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +29,7 @@ struct WindowRecord {
 };
 
 struct PolicyResult {
-  std::string name;  ///< "hetrun", "uniform", "static_datasheet", "lbbsp"
+  std::string name;  ///< "hetrun", "uniform", "static_datasheet", "proportional", "lbb"
   std::vector<WindowRecord> windows;
   /// Mean ratio over the windows from the first converged one on, leaving out the
   /// kEventSettleWindows windows from each event's; all windows when none converges.
@@ -37,11 +39,16 @@ struct PolicyResult {
   int64_t convergence_windows = 0;
   std::vector<int64_t> convergence_by_phase;  ///< start first, then each event; -1 = never
   int64_t share_changes = 0;  ///< windows whose shares differ from the previous window's
+  /// Stability: the windows steady_ratio averages from kEventSettleWindows after convergence on
+  /// (the same settling allowance as after an event), and how many of them start with a split
+  /// that differs from the previous window's.
+  int64_t steady_windows = 0;
+  int64_t steady_share_changes = 0;
 };
 
 struct SimulationResult {
   PolicyResult hetrun;
-  std::vector<PolicyResult> baselines;  ///< uniform, static_datasheet, lbbsp
+  std::vector<PolicyResult> baselines;  ///< uniform, static_datasheet, proportional, lbb
   /// hetrun's micro-batches for its final shares, for ranks with max_micro_batch (else size 0).
   std::vector<MicroBatchPlan> micro_batches;
 };

@@ -26,8 +26,11 @@ struct RankFit {
   double c_ms = 0;  ///< time per sample (ms), > 0
   int64_t cap = 0;  ///< most samples this rank may take per iteration
   int64_t n = 0;    ///< samples it processed in the window just measured
+  /// Standard error of the fit's time at n (ms), from the window medians' spread; 0 = unknown.
+  /// The controller widens its dead band by it, so noise alone does not move samples.
+  double sigma_ms = 0;
 };
-static_assert(sizeof(RankFit) == 32, "RankFit is exchanged as raw bytes");
+static_assert(sizeof(RankFit) == 40, "RankFit is exchanged as raw bytes");
 
 /// a + c * n in milliseconds, evaluated the one way every tuner comparison uses (the tuner's
 /// sources are compiled with -ffp-contract=off, so no compiler fuses it differently).

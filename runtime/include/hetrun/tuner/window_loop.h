@@ -54,7 +54,7 @@ struct RankWindow {
   double bookkeeping_ms = 0;
   double last_boundary_ms = 0;
 };
-static_assert(sizeof(RankWindow) == 80, "RankWindow is exchanged as raw bytes");
+static_assert(sizeof(RankWindow) == 88, "RankWindow is exchanged as raw bytes");
 
 struct WindowReport {
   int64_t window = 0;                ///< 1-based

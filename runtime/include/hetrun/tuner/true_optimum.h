@@ -1,0 +1,28 @@
+// The exact optimum of a simulated stage for ANY non-decreasing true time curves (lines or
+// piecewise-linear profiles): min over integer splits of max_r t_r(n_r), caps respected.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "hetrun/base/status.h"
+#include "hetrun/tuner/scenario.h"
+
+namespace hetrun::tuner {
+
+/// One rank of the stage as the optimum sees it: its true curve scaled by `slowdown`, its cap.
+struct TrueRank {
+  const ScenarioRank* rank = nullptr;
+  double slowdown = 1;
+  int64_t cap = 0;
+  double Ms(int64_t n) const { return slowdown * rank->TrueMs(n); }
+};
+
+/// min over splits (sum = batch, 0 <= n_r <= cap_r) of max_r Ms_r(n_r). A rank given 0 samples
+/// still pays Ms_r(0). Equal to what the greedy "give the next sample to the rank whose time after
+/// taking it is smallest" reaches (optimal for min-max with non-decreasing costs), computed by
+/// bisection on the iteration time T over f(T) = sum_r min(cap_r, max{n : Ms_r(n) <= T}), so its
+/// cost does not grow with the batch. kInvalidArgument when the caps cannot hold the batch.
+Result<double> OptimalIterationMs(int64_t batch, std::span<const TrueRank> ranks);
+
+}  // namespace hetrun::tuner
