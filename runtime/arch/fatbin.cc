@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "arch/byte_reader.h"
 
@@ -235,13 +237,29 @@ WrapperTargets ReadWrappers(const ElfFile& file) {
   if (segment == nullptr || file.type() == kEtRel) return targets;
   Result<std::span<const uint8_t>> bytes = file.SectionBytes(*segment);
   if (!bytes.ok()) return targets;
+  struct Wrapper {
+    uint32_t version;
+    uint64_t data;
+    uint64_t address;  ///< of its data pointer
+  };
+  std::vector<Wrapper> wrappers;
+  std::vector<uint64_t> unrelocated;  // data pointers left 0 in place: look for relocations
   for (uint64_t w = 0; w + kWrapperSize <= bytes->size(); w += kWrapperSize) {
     if (LoadLe<uint32_t>(*bytes, w) != kWrapperMagic) continue;
-    const uint32_t version = LoadLe<uint32_t>(*bytes, w + 4);
-    uint64_t data = LoadLe<uint64_t>(*bytes, w + 8);
-    if (data == 0) data = file.RelativeRelocationAt(segment->address + w + 8).value_or(0);
-    if (data == 0) continue;
-    (version == kWrapperLinkVersion ? targets.link : targets.compile).push_back(data);
+    Wrapper wrapper{LoadLe<uint32_t>(*bytes, w + 4), LoadLe<uint64_t>(*bytes, w + 8),
+                    segment->address + w + 8};
+    if (wrapper.data == 0) unrelocated.push_back(wrapper.address);
+    wrappers.push_back(wrapper);
+  }
+  const std::unordered_map<uint64_t, uint64_t> relocated = file.RelativeRelocationsAt(unrelocated);
+  for (Wrapper& wrapper : wrappers) {
+    if (wrapper.data == 0) {
+      auto it = relocated.find(wrapper.address);
+      if (it != relocated.end()) wrapper.data = it->second;
+    }
+    if (wrapper.data == 0) continue;
+    (wrapper.version == kWrapperLinkVersion ? targets.link : targets.compile)
+        .push_back(wrapper.data);
   }
   return targets;
 }
@@ -278,10 +296,11 @@ Result<FatbinFile> ReadFatbinFile(const ElfFile& file) {
     }
   }
   if (!separate_compilation) {
+    // A set, not a search per container: many containers and many wrappers stay linear.
+    const std::unordered_set<uint64_t> linked_addresses(wrappers.link.begin(), wrappers.link.end());
     for (FatbinContainer& container : result.containers) {
       if (container.address == 0) continue;
-      const bool linked = std::find(wrappers.link.begin(), wrappers.link.end(),
-                                    container.address) != wrappers.link.end();
+      const bool linked = linked_addresses.contains(container.address);
       const bool sass_only =
           std::all_of(container.entries.begin(), container.entries.end(),
                       [](const FatbinEntry& e) { return e.kind == ImageKind::kSass; });

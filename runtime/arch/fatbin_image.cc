@@ -27,6 +27,13 @@ Result<std::string> ReadEntryImage(const ElfFile& file, const FatbinEntry& entry
                         fmt::format("uncompressed size {:#x} of a {} entry is not in (0, {:#x}]",
                                     size, CompressionName(entry.compression), max_bytes));
   }
+  if (size / kMaxCompressionRatio > stored) {
+    return file.ErrorAt(
+        entry.offset + 56,
+        fmt::format("uncompressed size {:#x} of a {} entry is more than {} times "
+                    "its {:#x} stored bytes; refused as a lying header",
+                    size, CompressionName(entry.compression), kMaxCompressionRatio, stored));
+  }
   std::string image(size, '\0');
   if (entry.compression == Compression::kZstd) {
     const size_t n = ZSTD_decompress(image.data(), image.size(), source, stored);

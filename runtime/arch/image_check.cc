@@ -44,6 +44,11 @@ class Scanner {
       Report(path, ErrnoError("stat", path, errno));
       return;
     }
+    if (!S_ISREG(info.st_mode)) {
+      // A FIFO would block the scan, a device such as /dev/zero never end: only regular files.
+      if (named) Report(path, InvalidArgumentError(path + ": not a regular file"));
+      return;
+    }
     if (!seen_.insert({info.st_dev, info.st_ino}).second) return;
     if (!named) {
       Result<bool> elf = StartsWithElfMagic(path);

@@ -1,18 +1,13 @@
 #include "plan/json_fields.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
+#include "hetrun/base/input_file.h"
 #include "hetrun/base/units.h"
 
 namespace hetrun::plan::internal {
 namespace {
-
-constexpr size_t kMaxInputBytes = 16u << 20;
 
 std::string Describe(const nlohmann::json& value) {
   std::string text = value.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
@@ -33,6 +28,12 @@ Status JsonPlace::Error(std::string_view what) const {
 }
 
 Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view source) {
+  if (text.size() > kMaxJsonInputBytes) {
+    return InvalidArgumentError(std::string(source) +
+                                ": larger than 16 MiB; not a model or "
+                                "cluster file");
+  }
+  HETRUN_RETURN_IF_ERROR(CheckJsonDepth(text, kMaxJsonDepth, source));
   nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) {
     // Parse again with exceptions only to learn where it failed; the exception stays here.
@@ -50,18 +51,7 @@ Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view sou
 }
 
 Result<std::string> ReadInputFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ErrnoError("open", path, errno);
-  std::string text;
-  char buffer[65536];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    text.append(buffer, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxInputBytes) {
-      return InvalidArgumentError(path + ": larger than 16 MiB; not a model or cluster file");
-    }
-  }
-  if (in.bad()) return ErrnoError("read", path, errno);
-  return text;
+  return ReadRegularFile(path, kMaxJsonInputBytes, "input file");
 }
 
 Status CheckObject(const nlohmann::json& object, const JsonPlace& place,

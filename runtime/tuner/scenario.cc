@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "hetrun/base/input_file.h"
 
 namespace hetrun::tuner {
 namespace {
@@ -284,6 +285,10 @@ int64_t Scenario::total_ranks() const {
 }
 
 Result<Scenario> ParseScenario(std::string_view json_text) {
+  if (json_text.size() > kMaxJsonInputBytes) {
+    return InvalidArgumentError("scenario: larger than 16 MiB; not a scenario file");
+  }
+  HETRUN_RETURN_IF_ERROR(CheckJsonDepth(json_text, kMaxJsonDepth, "scenario"));
   try {
     json root = json::parse(json_text.begin(), json_text.end());
     return ParseTree(root);
@@ -295,12 +300,9 @@ Result<Scenario> ParseScenario(std::string_view json_text) {
 }
 
 Result<Scenario> LoadScenario(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("scenario file " + path + " cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return NotFoundError("scenario file " + path + " cannot be read");
-  Result<Scenario> s = ParseScenario(text.str());
+  HETRUN_ASSIGN_OR_RETURN(std::string text,
+                          ReadRegularFile(path, kMaxJsonInputBytes, "scenario file"));
+  Result<Scenario> s = ParseScenario(text);
   if (!s.ok()) return s.status().WithContext(path);
   return s;
 }

@@ -252,5 +252,50 @@ TEST(FatbinBoundsTest, MissingFileIsNotFound) {
   EXPECT_NE(file.status().message().find("/nonexistent/libx.so"), std::string::npos);
 }
 
+TEST(FatbinBoundsTest, EntryClaimingOneGibFromSixteenBytesIsRefusedBeforeAllocating) {
+  // Issue 15: a zstd entry of 16 stored bytes whose header claims a 1 GiB image. The claim is
+  // refused by the ratio cap (kMaxCompressionRatio), not allocated and then failed.
+  Bytes section = Container({Entry(1, 90, 0x8011, 16)});
+  Put(section, 16 + 16, 16, 4);
+  Put(section, 16 + 56, uint64_t{1} << 30, 8);
+  Bytes elf = ElfWith(section);
+  Result<ElfFile> file = ElfFile::FromBytes(elf, "test.so");
+  ASSERT_TRUE(file.ok());
+  Result<FatbinFile> images = ReadFatbinFile(*file);
+  ASSERT_TRUE(images.ok()) << images.status().ToString();
+  Result<std::string> image = ReadEntryImage(*file, images->containers[0].entries[0]);
+  ASSERT_FALSE(image.ok());
+  EXPECT_NE(image.status().message().find("more than 256 times its 0x10 stored bytes"),
+            std::string::npos)
+      << image.status().message();
+  EXPECT_NE(image.status().message().find("test.so: offset 0x"), std::string::npos)
+      << "names the file and the offset";
+}
+
+TEST(FatbinBoundsTest, RelativeRelocationsAreFoundForEveryAddressInOnePass) {
+  // A .rela.dyn of three R_X86_64_RELATIVE entries (and one of another type).
+  Bytes rela;
+  auto add = [&](uint64_t where, uint64_t type, uint64_t addend) {
+    size_t at = rela.size();
+    Put(rela, at, where, 8);
+    Put(rela, at + 8, type, 8);
+    Put(rela, at + 16, addend, 8);
+  };
+  add(0x2000, 8, 0x5000);
+  add(0x2008, 7, 0x6000);  // R_X86_64_JUMP_SLOT: not relative
+  add(0x2010, 8, 0x7000);
+  add(0x2010, 8, 0x9999);  // a second one at the same address: the first wins
+  Bytes elf = ElfWith(rela, ".rela.dyn");
+  const size_t headers = elf.size() - 3 * 64;
+  Put(elf, headers + 64 + 4, 4, 4);  // SHT_RELA
+  Result<ElfFile> file = ElfFile::FromBytes(elf, "test.so");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  const uint64_t wanted[] = {0x2000, 0x2008, 0x2010, 0x3000};
+  auto found = file->RelativeRelocationsAt(wanted);
+  EXPECT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0x2000], 0x5000u);
+  EXPECT_EQ(found[0x2010], 0x7000u);
+}
+
 }  // namespace
 }  // namespace hetrun::arch

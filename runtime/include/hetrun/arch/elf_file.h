@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "hetrun/base/status.h"
@@ -55,9 +56,12 @@ class ElfFile {
   /// contents of one allocated section.
   std::optional<uint64_t> FileOffsetOfAddress(uint64_t address, uint64_t size) const;
 
-  /// The addend of an R_X86_64_RELATIVE / R_AARCH64_RELATIVE dynamic relocation at `address`
-  /// (how a PIE or shared object records a pointer that the linker left as 0 in place).
-  std::optional<uint64_t> RelativeRelocationAt(uint64_t address) const;
+  /// The addends of the R_X86_64_RELATIVE / R_AARCH64_RELATIVE dynamic relocations at
+  /// `addresses` (how a PIE or shared object records a pointer that the linker left as 0 in
+  /// place), keyed by address; addresses without one are absent. One pass over the relocation
+  /// sections whatever the number of addresses: linear in the file.
+  std::unordered_map<uint64_t, uint64_t> RelativeRelocationsAt(
+      std::span<const uint64_t> addresses) const;
 
   /// Drops the pages wholly inside `range` (a subspan of bytes()) from this process's resident
   /// set; they are read again from the page cache if touched later. Walking a 200 MB library
@@ -71,6 +75,11 @@ class ElfFile {
  private:
   ElfFile() = default;
   Status Parse();
+  /// Checks the section header table; sets `shnum` and `shstrndx` (extended numbering read).
+  Status CheckSectionTable(uint64_t shoff, uint64_t& shnum, uint32_t& shstrndx) const;
+  /// Reads section header `i` at `h`, its name from the table at `names_offset`.
+  Result<ElfSection> ReadSection(uint64_t i, uint64_t h, uint64_t names_offset,
+                                 uint64_t names_size) const;
 
   std::shared_ptr<const void> mapping_;  ///< keeps the mmap alive; null for FromBytes
   std::span<const uint8_t> bytes_;

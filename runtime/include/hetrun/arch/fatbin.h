@@ -99,8 +99,15 @@ Result<FatbinFile> ReadFatbinFile(const std::string& path);
 Result<std::span<const uint8_t>> ContainerBytes(const ElfFile& file,
                                                 const FatbinContainer& container);
 
+/// Largest ratio of a compressed entry's declared image size to its stored size that
+/// ReadEntryImage believes. LZ4 cannot expand a block more than 255 times; real cubins and PTX
+/// compress 3-20 times. A header claiming more is refused before anything is allocated, so
+/// memory for an image stays within 256 x the bytes of the file that hold it.
+inline constexpr uint64_t kMaxCompressionRatio = 256;
+
 /// The image of `entry`, decompressed (zstd or LZ4) when needed. Refuses images whose declared
-/// size exceeds `max_bytes`.
+/// size exceeds `max_bytes` or kMaxCompressionRatio times the stored (compressed) size, before
+/// allocating.
 Result<std::string> ReadEntryImage(const ElfFile& file, const FatbinEntry& entry,
                                    uint64_t max_bytes = uint64_t{1} << 30);
 
