@@ -18,6 +18,7 @@
 #include "preflight/stage_env.h"
 #include "preflight/topology_inputs.h"
 #include "supervise/cpu_binding.h"
+#include "supervise/run_folder.h"
 #include "supervise/supervisor.h"
 #include "supervise/termination_log.h"
 #include "supervise/worker_env.h"
@@ -40,6 +41,25 @@ Result<std::chrono::milliseconds> DurationSetting(const cxxopts::ParseResult& pa
   HETRUN_ASSIGN_OR_RETURN(std::optional<std::chrono::milliseconds> from_env,
                           env.GetDuration(variable));
   return from_env.value_or(fallback);
+}
+
+/// --hang-timeout, else HETRUN_HANG_TIMEOUT, else off (0). A value given that rounds to 0 ms is
+/// an error, not "off": leave both unset to turn hang detection off.
+Result<std::chrono::milliseconds> HangTimeoutSetting(const cxxopts::ParseResult& parsed,
+                                                     const Environment& env) {
+  HETRUN_ASSIGN_OR_RETURN(std::chrono::milliseconds value,
+                          DurationSetting(parsed, "hang-timeout", env, "HETRUN_HANG_TIMEOUT",
+                                          std::chrono::milliseconds(-1)));
+  if (value.count() > 0) return value;
+  if (value.count() < 0) return std::chrono::milliseconds(0);  // not given: off
+  if (parsed.count("hang-timeout")) {
+    return UsageError("--hang-timeout '" + parsed["hang-timeout"].as<std::string>() +
+                      "' is 0 ms (rounded): give at least 1ms, or leave it unset to turn hang "
+                      "detection off");
+  }
+  return InvalidArgumentError("HETRUN_HANG_TIMEOUT=" + env.Get("HETRUN_HANG_TIMEOUT").value_or("") +
+                              " (environment) is 0 ms (rounded): give at least 1ms, or unset it "
+                              "to turn hang detection off");
 }
 
 Result<int> MaxRestartsSetting(const cxxopts::ParseResult& parsed, const Environment& env) {
@@ -140,7 +160,7 @@ Result<int> commands::Run(const CommandContext& context) {
       cxxopts::value<std::string>())(
       "hang-timeout",
       "a worker that does not beat (HETRUN_HEARTBEAT) for this long is hung: exit 75 "
-      "(HETRUN_HANG_TIMEOUT, default off)",
+      "(HETRUN_HANG_TIMEOUT, default off; at least 1ms when given)",
       cxxopts::value<std::string>())(
       "max-restarts",
       "restart the local group after a worker is killed by a signal, hangs or exits 75, at most "
@@ -176,9 +196,7 @@ Result<int> commands::Run(const CommandContext& context) {
   HETRUN_ASSIGN_OR_RETURN(supervision.grace_period,
                           DurationSetting(parsed, "grace-period", context.env,
                                           "HETRUN_GRACE_PERIOD", std::chrono::seconds(30)));
-  HETRUN_ASSIGN_OR_RETURN(supervision.hang_timeout,
-                          DurationSetting(parsed, "hang-timeout", context.env,
-                                          "HETRUN_HANG_TIMEOUT", std::chrono::milliseconds(0)));
+  HETRUN_ASSIGN_OR_RETURN(supervision.hang_timeout, HangTimeoutSetting(parsed, context.env));
   HETRUN_ASSIGN_OR_RETURN(supervision.max_restarts, MaxRestartsSetting(parsed, context.env));
   HETRUN_ASSIGN_OR_RETURN(CpuBind cpu_bind, CpuBindSetting(parsed, context.env));
 
@@ -211,6 +229,11 @@ Result<int> commands::Run(const CommandContext& context) {
                      ? ", layers " + stage_vars["HETRUN_STAGE_LAYERS"]
                      : std::string());
   }
+  // One run folder per `hetrun run`, before anything that may need it (launcher/supervise/
+  // run_folder.h); removed when this function returns.
+  HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<RunFolder> run_folder,
+                          RunFolder::Create(RunFolderBase(context.env)));
+  supervision.run_dir = run_folder->path();
   HETRUN_ASSIGN_OR_RETURN(PreflightResult preflight,
                           Preflight(topology, inventory, preflight_options, context.env, command));
 

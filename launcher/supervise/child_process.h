@@ -1,5 +1,7 @@
-// Spawning one worker: its own process group, its own environment, a parent-death signal, the
-// original signal mask, and exec errors reported back to the parent (127 not found, 126 not
+// Spawning one worker: its own process group, its own environment, a parent-death signal, every
+// signal at its default disposition and unblocked (an ignored SIGINT hetrun inherited must not
+// reach the workers), no inherited descriptor but 0-2 and the ones MPI / Slurm hand down on
+// purpose (PMI_FD), and exec errors reported back to the parent (127 not found, 126 not
 // executable) instead of being guessed from an exit code.
 #pragma once
 
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "hetrun/base/status.h"
-#include "supervise/signal_set.h"
 
 namespace hetrun::launcher {
 
@@ -25,7 +26,6 @@ struct SpawnSpec {
   std::map<std::string, std::string> env;  ///< the child's whole environment
   int stdout_fd = -1;                      ///< becomes the child's fd 1; -1 = inherit
   int stderr_fd = -1;                      ///< becomes the child's fd 2; -1 = inherit
-  const SignalSet* signals = nullptr;      ///< restored in the child; null = leave as is
   std::vector<int> cpus{};                 ///< the child's CPU affinity; empty = inherited
 };
 

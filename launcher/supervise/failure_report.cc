@@ -1,6 +1,10 @@
 #include "supervise/failure_report.h"
 
 #include <fmt/format.h>
+#include <signal.h>
+
+#include <initializer_list>
+#include <string_view>
 
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
@@ -9,8 +13,69 @@
 
 namespace hetrun::launcher {
 
+namespace {
+
+bool Contains(const WorkerFailure& failure, std::initializer_list<std::string_view> needles) {
+  auto has = [&](std::string_view text) {
+    for (std::string_view needle : needles) {
+      if (text.find(needle) != std::string_view::npos) return true;
+    }
+    return false;
+  };
+  if (has(failure.error_message)) return true;
+  for (const std::string& line : failure.stderr_tail) {
+    if (has(line)) return true;
+  }
+  return false;
+}
+
+std::string FirstLine(std::string_view text, size_t max_bytes) {
+  text = text.substr(0, text.find('\n'));
+  return TruncateUtf8(text, max_bytes);
+}
+
+std::string KindSummary(const WorkerFailure& failure, const std::string& who);
+
+std::string CauseSummary(const WorkerFailure& failure, const std::string& who) {
+  std::string how = failure.kind == WorkerFailure::Kind::kSignaled
+                        ? "was killed by " + SignalName(failure.signal)
+                        : fmt::format("exited with code {}", failure.worker_code);
+  switch (failure.cause) {
+    case WorkerFailure::Cause::kCudaOom:
+      return fmt::format("{} ran out of GPU memory (CUDA out of memory; it {}); exit code {}", who,
+                         how, failure.exit_code);
+    case WorkerFailure::Cause::kNcclTimeout:
+      return fmt::format("{} hit an NCCL watchdog timeout (it {}); exit code {}", who, how,
+                         failure.exit_code);
+    case WorkerFailure::Cause::kReservedCode:
+      return fmt::format(
+          "{} exited with code {}, a code hetrun reserves for its own verdicts "
+          "(64, 70, 78, 80, 81); reported as exit code {}",
+          who, failure.worker_code, failure.exit_code);
+    case WorkerFailure::Cause::kRepeatedAbort:
+      return fmt::format(
+          "{} was killed by SIGABRT the same way as in the attempt before; not "
+          "restarting (exit code {})",
+          who, failure.exit_code);
+    case WorkerFailure::Cause::kNone:
+      break;
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string FailureSummary(const WorkerFailure& failure) {
   std::string who = fmt::format("rank {} (local rank {})", failure.rank, failure.local_rank);
+  std::string summary = CauseSummary(failure, who);
+  if (summary.empty()) summary = KindSummary(failure, who);
+  if (!failure.error_message.empty()) summary += ": " + FirstLine(failure.error_message, 300);
+  return summary;
+}
+
+namespace {
+
+std::string KindSummary(const WorkerFailure& failure, const std::string& who) {
   switch (failure.kind) {
     case WorkerFailure::Kind::kExited:
       return fmt::format("{} exited with code {}", who, failure.exit_code);
@@ -31,10 +96,16 @@ std::string FailureSummary(const WorkerFailure& failure) {
   return "unknown failure";
 }
 
+}  // namespace
+
 std::string TerminationReason(const WorkerFailure& failure, size_t max_bytes) {
   std::string head = "hetrun: " + FailureSummary(failure);
   if (failure.restarts > 0) head += fmt::format(", after {} restart(s)", failure.restarts);
   head += ".\n";
+  if (!failure.error_frames.empty()) {
+    head += fmt::format("Last frames of rank {} (TORCHELASTIC_ERROR_FILE):\n", failure.rank);
+    for (const std::string& frame : failure.error_frames) head += "  " + frame + "\n";
+  }
   head = TruncateUtf8(head, max_bytes);
   if (failure.stderr_tail.empty()) return head;
   std::string intro = fmt::format("Last lines of rank {}'s stderr:\n", failure.rank);
@@ -59,6 +130,16 @@ std::string TerminationReason(const WorkerFailure& failure, size_t max_bytes) {
 }
 
 bool IsRestartable(const WorkerFailure& failure) {
+  switch (failure.cause) {
+    case WorkerFailure::Cause::kCudaOom:
+    case WorkerFailure::Cause::kReservedCode:
+    case WorkerFailure::Cause::kRepeatedAbort:
+      return false;
+    case WorkerFailure::Cause::kNcclTimeout:
+      return true;
+    case WorkerFailure::Cause::kNone:
+      break;
+  }
   switch (failure.kind) {
     case WorkerFailure::Kind::kSignaled:
     case WorkerFailure::Kind::kHang:
@@ -70,6 +151,41 @@ bool IsRestartable(const WorkerFailure& failure) {
       return false;
   }
   return false;
+}
+
+}  // namespace hetrun::launcher
+
+namespace hetrun::launcher {
+
+void ClassifyWorkerFailure(WorkerFailure& failure) {
+  using Kind = WorkerFailure::Kind;
+  using Cause = WorkerFailure::Cause;
+  if (failure.kind != Kind::kExited && failure.kind != Kind::kSignaled) return;
+  failure.worker_code = failure.exit_code;
+  if (Contains(failure, {"CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
+                         "CUBLAS_STATUS_ALLOC_FAILED"})) {
+    failure.cause = Cause::kCudaOom;
+    failure.exit_code = kExitMemory;
+    return;
+  }
+  if (Contains(failure, {"Watchdog caught collective operation timeout",
+                         "watchdog thread terminated with exception", "NCCL watchdog timeout",
+                         "ProcessGroupNCCL's watchdog got stuck"})) {
+    failure.cause = Cause::kNcclTimeout;
+    failure.exit_code = kExitTransient;
+    return;
+  }
+  if (failure.kind == Kind::kExited && IsReservedExitCode(failure.exit_code)) {
+    failure.cause = Cause::kReservedCode;
+    failure.exit_code = kExitWorkerReservedCode;
+  }
+}
+
+std::string AbortSignature(const WorkerFailure& failure) {
+  if (failure.kind != WorkerFailure::Kind::kSignaled || failure.signal != SIGABRT) return "";
+  std::string words = failure.error_message;
+  if (words.empty() && !failure.stderr_tail.empty()) words = failure.stderr_tail.back();
+  return fmt::format("rank {} SIGABRT: {}", failure.rank, words);
 }
 
 }  // namespace hetrun::launcher

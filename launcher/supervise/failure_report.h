@@ -16,15 +16,27 @@ struct WorkerFailure {
     kSpawn,           ///< a worker could not be started (not found, not executable)
     kReceivedSignal,  ///< hetrun itself was asked to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT)
   };
+  /// What hetrun recognised beyond the exit status (ClassifyWorkerFailure).
+  enum class Cause {
+    kNone,
+    kCudaOom,        ///< CUDA out of memory in the error file or stderr: exit 81, no restart
+    kNcclTimeout,    ///< NCCL watchdog timeout: exit 75, restartable
+    kReservedCode,   ///< the worker exited 64, 70, 78, 80 or 81: reported as 1
+    kRepeatedAbort,  ///< SIGABRT with the same last words as the attempt before: no restart
+  };
   Kind kind = Kind::kExited;
-  int rank = -1;                         ///< global rank of the worker (not for kReceivedSignal)
-  int local_rank = -1;                   ///< its local rank
-  int exit_code = 0;                     ///< the code hetrun exits with
-  int signal = 0;                        ///< kSignaled, kReceivedSignal
-  std::chrono::milliseconds silence{0};  ///< kHang: time since the last beat
+  Cause cause = Cause::kNone;
+  int worker_code = 0;  ///< the worker's own exit code (128+N for a signal) before any mapping
+  int rank = -1;        ///< global rank of the worker (not for kReceivedSignal)
+  int local_rank = -1;  ///< its local rank
+  int exit_code = 0;    ///< the code hetrun exits with
+  int signal = 0;       ///< kSignaled, kReceivedSignal
+  std::chrono::milliseconds silence{0};       ///< kHang: time since the last beat
   std::chrono::milliseconds hang_timeout{0};  ///< kHang: --hang-timeout
   std::string detail;                         ///< kSpawn: the exec error
   std::vector<std::string> stderr_tail;       ///< the worker's last stderr lines, oldest first
+  std::string error_message;                  ///< from its TORCHELASTIC_ERROR_FILE, if any
+  std::vector<std::string> error_frames;      ///< the innermost traceback frames of that file
   int restarts = 0;                           ///< restarts of the local group before this one
 };
 
@@ -35,9 +47,21 @@ std::string FailureSummary(const WorkerFailure& failure);
 /// (as many of the newest as fit), at most `max_bytes` bytes in all.
 std::string TerminationReason(const WorkerFailure& failure, size_t max_bytes = 4096);
 
-/// True when restarting the local group may help: a worker killed by a signal, a hang, or a
-/// worker that exited 75 (transient). Never for hetrun's own shutdown, a spawn failure
-/// (126/127) or any other exit code (78, 80, 81 and user codes are deterministic).
+/// True when restarting the local group may help: a worker killed by a signal, a hang, an NCCL
+/// watchdog timeout, or a worker that exited 75 (transient). Never for hetrun's own shutdown, a
+/// spawn failure (126/127), CUDA out of memory, an abort repeated the same way, or any other
+/// exit code (78, 80, 81 and user codes are deterministic).
 bool IsRestartable(const WorkerFailure& failure);
+
+/// Reads what the worker left (error_message, stderr_tail) and sets the cause and exit code:
+/// CUDA out of memory -> 81; an NCCL watchdog timeout -> 75; a worker's own 64, 70, 78, 80 or
+/// 81 (hetrun's codes: usage, internal, config, arch mismatch, memory) -> 1, so that a policy
+/// keyed on hetrun's codes never mistakes a worker's exit for hetrun's verdict. A worker's own
+/// 75 keeps its meaning (transient). Only for kExited and kSignaled failures.
+void ClassifyWorkerFailure(WorkerFailure& failure);
+
+/// The words that identify an abort ("SIGABRT" + the error message or last stderr line), to
+/// tell an abort repeated the same way from a new one; empty when `failure` is no SIGABRT.
+std::string AbortSignature(const WorkerFailure& failure);
 
 }  // namespace hetrun::launcher

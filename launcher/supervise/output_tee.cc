@@ -1,33 +1,26 @@
 #include "supervise/output_tee.h"
 
-#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 namespace hetrun::launcher {
 
-void WriteFully(int fd, std::string_view data) {
+int WriteFully(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        // A non-blocking console that is full: wait for room rather than drop a partial line.
-        pollfd pfd{fd, POLLOUT, 0};
-        if (::poll(&pfd, 1, 1000) > 0) continue;
-      }
-      return;
+      return errno;
     }
+    if (n == 0) return EIO;
     data.remove_prefix(static_cast<size_t>(n));
   }
+  return 0;
 }
 
-OutputTee::OutputTee(int console_fd, std::string prefix, int log_fd, size_t tail_lines)
-    : console_fd_(console_fd),
-      prefix_(std::move(prefix)),
-      log_fd_(log_fd),
-      tail_lines_(tail_lines) {}
+OutputTee::OutputTee(ConsoleSink* console, std::string prefix, int log_fd, size_t tail_lines)
+    : console_(console), prefix_(std::move(prefix)), log_fd_(log_fd), tail_lines_(tail_lines) {}
 
 void OutputTee::Consume(std::string_view bytes) {
   while (!bytes.empty()) {
@@ -68,18 +61,23 @@ std::vector<std::string> OutputTee::Tail() const {
 }
 
 void OutputTee::EmitLine(std::string_view line) {
-  if (console_fd_ >= 0) {
+  if (console_ != nullptr) {
     if (prefix_.empty()) {
-      WriteFully(console_fd_, line);
+      console_->WriteLine(line);
     } else {
-      // One write per line so lines of different ranks never interleave.
+      // One line at a time so lines of different ranks never interleave.
       std::string prefixed;
       prefixed.reserve(prefix_.size() + line.size());
       prefixed.append(prefix_).append(line);
-      WriteFully(console_fd_, prefixed);
+      console_->WriteLine(prefixed);
     }
   }
-  if (log_fd_ >= 0) WriteFully(log_fd_, line);
+  if (log_fd_ >= 0) {
+    if (int err = WriteFully(log_fd_, line); err != 0) {
+      ++log_lost_lines_;
+      log_error_ = err;
+    }
+  }
   if (tail_lines_ > 0) {
     std::string_view text = line.substr(0, line.size() - 1);
     tail_.emplace_back(text.substr(0, kMaxTailLineBytes));

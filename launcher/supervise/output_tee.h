@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "supervise/console_sink.h"
+
 namespace hetrun::launcher {
 
 class OutputTee {
@@ -18,11 +20,11 @@ class OutputTee {
   /// Each kept tail line is cut to this many bytes.
   static constexpr size_t kMaxTailLineBytes = 512;
 
-  /// `console_fd`: where lines go (hetrun's 1 or 2; -1 = nowhere). `prefix`: put before every
-  /// console line ("[rank 3] " or ""). `log_fd`: the rank's log file (-1 = none; written
-  /// unprefixed). `tail_lines`: how many of the last lines to keep (0 = none). The fds are not
-  /// owned.
-  OutputTee(int console_fd, std::string prefix, int log_fd, size_t tail_lines);
+  /// `console`: where lines go (hetrun's stdout or stderr, never blocking; null = nowhere).
+  /// `prefix`: put before every console line ("[rank 3] " or ""). `log_fd`: the rank's log file
+  /// (-1 = none; written unprefixed). `tail_lines`: how many of the last lines to keep (0 =
+  /// none). Nothing is owned.
+  OutputTee(ConsoleSink* console, std::string prefix, int log_fd, size_t tail_lines);
 
   /// Takes bytes as they come from the pipe; writes every completed line.
   void Consume(std::string_view bytes);
@@ -33,19 +35,26 @@ class OutputTee {
   /// The last kept lines, oldest first, without their newlines.
   std::vector<std::string> Tail() const;
 
+  /// Lines that could not be written to the log file (a full disk), and the errno of the last.
+  uint64_t log_lost_lines() const { return log_lost_lines_; }
+  int log_error() const { return log_error_; }
+
  private:
   void EmitLine(std::string_view line);  // `line` includes its '\n'
 
-  int console_fd_;
+  ConsoleSink* console_;
   std::string prefix_;
   int log_fd_;
   size_t tail_lines_;
   std::string partial_;
   std::deque<std::string> tail_;
+  uint64_t log_lost_lines_ = 0;
+  int log_error_ = 0;
 };
 
-/// Writes all of `data` to `fd`, retrying on EINTR and short writes. Output errors (a closed
-/// console, a full disk) are dropped: losing a log line must not stop supervision.
-void WriteFully(int fd, std::string_view data);
+/// Writes all of `data` to the blocking `fd` (a log file), retrying on EINTR and short writes.
+/// Returns 0, or the errno of a failed write (a full disk): losing a log line must not stop
+/// supervision, but the caller counts it.
+int WriteFully(int fd, std::string_view data);
 
 }  // namespace hetrun::launcher

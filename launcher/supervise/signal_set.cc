@@ -33,32 +33,38 @@ Result<std::unique_ptr<SignalSet>> SignalSet::Install() {
   sigemptyset(&mask);
   for (int signal : kForwarded) sigaddset(&mask, signal);
   sigaddset(&mask, SIGCHLD);
-  if (sigprocmask(SIG_BLOCK, &mask, &set->old_mask_) != 0) {
+  sigset_t old_mask;
+  if (sigprocmask(SIG_BLOCK, &mask, &old_mask) != 0) {
     return ErrnoError("sigprocmask", "block forwarded signals", errno);
   }
   int fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (fd < 0) {
     int err = errno;
-    sigprocmask(SIG_SETMASK, &set->old_mask_, nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     return ErrnoError("signalfd", "forwarded signals", err);
   }
   set->fd_ = UniqueFd(fd);
+  // A signal at SIG_IGN is discarded when sent, blocked or not, and would never reach the
+  // signalfd: hetrun started as a background job of a shell (SIGINT, SIGQUIT ignored) must still
+  // stop on them. SIGHUP keeps an inherited SIG_IGN (nohup asks for exactly that).
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  for (int signal : kForwarded) {
+    if (signal != SIGHUP) (void)sigaction(signal, &default_action, nullptr);  // they are blocked
+  }
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
-  if (sigaction(SIGPIPE, &ignore, &set->old_sigpipe_) != 0) {
+  if (sigaction(SIGPIPE, &ignore, nullptr) != 0) {
     int err = errno;
-    sigprocmask(SIG_SETMASK, &set->old_mask_, nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     return ErrnoError("sigaction", "SIGPIPE", err);
   }
   return set;
 }
 
-SignalSet::~SignalSet() {
-  // Restoring can only fail for invalid arguments, which these are not.
-  sigaction(SIGPIPE, &old_sigpipe_, nullptr);
-  sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
-}
+SignalSet::~SignalSet() = default;  // the signals stay blocked (see the header)
 
 Result<std::vector<int>> SignalSet::ReadPending() {
   std::vector<int> signals;
@@ -76,11 +82,6 @@ Result<std::vector<int>> SignalSet::ReadPending() {
     }
   }
   return signals;
-}
-
-void SignalSet::RestoreInChild() const {
-  sigaction(SIGPIPE, &old_sigpipe_, nullptr);
-  sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
 }
 
 }  // namespace hetrun::launcher

@@ -1,7 +1,14 @@
 // Synchronous signal handling for the supervisor (tini's rule: no work in asynchronous handlers).
 // The signals hetrun acts on are blocked and read from a signalfd in the supervisor's poll loop;
-// fault signals (SEGV, BUS, FPE, ILL, ABRT, TRAP, SYS) are left alone. Children get the original
-// mask and SIGPIPE disposition back before exec (RestoreInChild).
+// fault signals (SEGV, BUS, FPE, ILL, ABRT, TRAP, SYS) are left alone. Children get every signal
+// reset before exec (launcher/supervise/child_process.h).
+//
+// Which signal decides the exit code: the first shutdown signal handled (128 + N); later ones
+// never change it. Signals read in one turn are handled in the order the signalfd gives them,
+// which for standard signals pending together is lowest number first (SIGHUP 1, SIGINT 2,
+// SIGQUIT 3, SIGTERM 15): a SIGTERM and a SIGINT that land within one turn (about a millisecond
+// apart) give 130. They stay blocked when the set is destroyed, until hetrun exits: a signal
+// that arrives after the supervisor's last read cannot kill hetrun and replace its exit code.
 #pragma once
 
 #include <signal.h>
@@ -30,7 +37,8 @@ class SignalSet {
  public:
   /// Blocks ForwardedSignals() and SIGCHLD in this process, opens a non-blocking signalfd for
   /// them and ignores SIGPIPE (a closed console must not kill the supervisor). Call before any
-  /// thread starts. The destructor restores the previous mask and SIGPIPE disposition.
+  /// thread starts. The destructor closes the signalfd and leaves the signals blocked and
+  /// SIGPIPE ignored (see above).
   static Result<std::unique_ptr<SignalSet>> Install();
   ~SignalSet();
   SignalSet(const SignalSet&) = delete;
@@ -43,15 +51,9 @@ class SignalSet {
   /// arrive twice before being read are reported once (kernel semantics).
   Result<std::vector<int>> ReadPending();
 
-  /// In a forked child, before exec: restores the original signal mask and SIGPIPE
-  /// disposition. Async-signal-safe.
-  void RestoreInChild() const;
-
  private:
   SignalSet() = default;
   UniqueFd fd_;
-  sigset_t old_mask_{};
-  struct sigaction old_sigpipe_ {};
 };
 
 }  // namespace hetrun::launcher

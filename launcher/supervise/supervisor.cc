@@ -9,18 +9,21 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
 #include "supervise/child_process.h"
+#include "supervise/console_sink.h"
 #include "supervise/output_tee.h"
 #include "supervise/signal_set.h"
 #include "supervise/unique_fd.h"
+#include "supervise/worker_error_file.h"
 
 namespace hetrun::launcher {
 namespace {
@@ -31,6 +34,37 @@ using std::chrono::milliseconds;
 /// After SIGKILL, how long to wait for the kernel to deliver it before giving up (processes in
 /// uninterruptible sleep, e.g. stuck in a driver call, cannot be reaped sooner).
 constexpr milliseconds kAfterKillWait{5'000};
+/// While stopping, the stray sweep runs at least this often (a process orphaned deep in the
+/// tree is re-parented to us without a SIGCHLD).
+constexpr milliseconds kSweepInterval{100};
+/// Bytes read from one worker pipe per poll turn: a flood waits for the next turn.
+constexpr size_t kMaxReadBytesPerTurn = 256 * 1024;
+/// At the end of supervision, how long a console that is behind gets to take what is queued.
+constexpr int kFinalFlushMs = 500;
+
+/// What a heartbeat file looked like when last seen; a change is a beat.
+struct BeatMark {
+  bool exists = false;
+  timespec mtime{};
+  timespec ctime{};
+  off_t size = 0;
+  bool operator==(const BeatMark& o) const {
+    return exists == o.exists && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec && ctime.tv_sec == o.ctime.tv_sec &&
+           ctime.tv_nsec == o.ctime.tv_nsec && size == o.size;
+  }
+};
+
+BeatMark MarkOf(const std::string& path) {
+  BeatMark mark;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return mark;
+  mark.exists = true;
+  mark.mtime = st.st_mtim;
+  mark.ctime = st.st_ctim;
+  mark.size = st.st_size;
+  return mark;
+}
 
 struct Worker {
   WorkerSpec spec;
@@ -39,10 +73,13 @@ struct Worker {
   UniqueFd out_pipe;
   UniqueFd err_pipe;
   UniqueFd log;
+  std::string log_path;
   std::unique_ptr<OutputTee> out;
   std::unique_ptr<OutputTee> err;
   std::string heartbeat;
-  std::chrono::system_clock::time_point started;
+  BeatMark beat_mark;
+  Clock::time_point last_beat;  ///< monotonic: when hetrun last saw the file change
+  std::string error_file;       ///< TORCHELASTIC_ERROR_FILE
 };
 
 /// The pids of this process's direct children (orphans re-parented to a subreaper included).
@@ -55,52 +92,40 @@ std::vector<pid_t> DirectChildren() {
   return children;
 }
 
-Result<UniqueFd> OpenLog(const std::string& dir, int rank, int restart_count) {
-  std::string name = restart_count == 0 ? "rank_" + std::to_string(rank) + ".log"
-                                        : "rank_" + std::to_string(rank) + ".restart_" +
-                                              std::to_string(restart_count) + ".log";
-  std::string path = dir + "/" + name;
+Result<UniqueFd> OpenLog(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("open", path, errno).WithContext("--log-dir");
   return UniqueFd(fd);
 }
 
-// The temporary folder of heartbeat files, removed with everything in it.
-class HeartbeatDir {
- public:
-  static Result<std::unique_ptr<HeartbeatDir>> Create() {
-    const char* tmp = std::getenv("TMPDIR");  // NOLINT: a path for our own scratch files
-    std::string pattern =
-        std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/hetrun-heartbeat-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) return ErrnoError("mkdtemp", pattern, errno);
-    return std::unique_ptr<HeartbeatDir>(new HeartbeatDir(pattern));
-  }
-  ~HeartbeatDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  /// Creates (or truncates) the file of `local_rank`: its mtime is the start of the clock.
-  Result<std::string> Reset(int local_rank) const {
-    std::string file = path_ + "/rank_" + std::to_string(local_rank);
-    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return ErrnoError("open", file, errno).WithContext("heartbeat file");
-    ::close(fd);
-    if (::utimensat(AT_FDCWD, file.c_str(), nullptr, 0) != 0) {
-      return ErrnoError("utimensat", file, errno).WithContext("heartbeat file");
-    }
-    return file;
-  }
+std::string LogName(int rank, int restart_count) {
+  return restart_count == 0 ? "rank_" + std::to_string(rank) + ".log"
+                            : "rank_" + std::to_string(rank) + ".restart_" +
+                                  std::to_string(restart_count) + ".log";
+}
 
- private:
-  explicit HeartbeatDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
+/// Creates (or truncates) `file` and sets its times to now: the start of a worker's clock.
+Status ResetHeartbeat(const std::string& file) {
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("open", file, errno).WithContext("heartbeat file");
+  ::close(fd);
+  if (::utimensat(AT_FDCWD, file.c_str(), nullptr, 0) != 0) {
+    return ErrnoError("utimensat", file, errno).WithContext("heartbeat file");
+  }
+  return Status::Ok();
+}
+
+/// The consoles every worker's output goes to, shared across attempts.
+struct Consoles {
+  ConsoleSink out;
+  ConsoleSink err;
+  std::map<const ConsoleSink*, uint64_t> reported_drops;  ///< dropped lines already logged
 };
 
 class Supervisor {
  public:
-  Supervisor(const SupervisorOptions& options, SignalSet& signals, bool reaper,
-             const HeartbeatDir* heartbeats)
-      : options_(options), signals_(signals), reaper_(reaper), heartbeats_(heartbeats) {}
+  Supervisor(const SupervisorOptions& options, SignalSet& signals, bool reaper, Consoles& consoles)
+      : options_(options), signals_(signals), reaper_(reaper), consoles_(consoles) {}
 
   /// A shutdown signal that arrived between attempts (0 = none).
   Result<int> PendingShutdownSignal();
@@ -109,15 +134,25 @@ class Supervisor {
   Result<std::optional<WorkerFailure>> RunAttempt(std::vector<WorkerSpec> specs, int restart_count);
 
  private:
+  Status StartWorkers(int restart_count);
   Status Spawn(Worker& worker, int restart_count);
+  Status PrepareOutput(Worker& worker, int restart_count);
+  Status PrepareRunFiles(Worker& worker, int restart_count,
+                         std::map<std::string, std::string>& env);
+  Result<bool> Turn();
+  Status PollOnce();
   Status HandleSignals();
   void HandleSignal(int signal);
   void Reap();
   void OnWorkerExit(Worker& worker, int wait_status);
   void BeginShutdown(int signal);
   void SignalGroups(int signal, bool include_strays);
+  void SweepStrays();
+  bool CheckDeadlines();
   void CheckHeartbeats();
-  void DrainPipe(UniqueFd& pipe, OutputTee& tee, bool until_eof);
+  void ReadPipe(UniqueFd& pipe, OutputTee& tee, bool until_eof);
+  std::optional<WorkerFailure> EndAttempt();
+  void ReportLostOutput();
   int PollTimeoutMs() const;
   bool AnyRunning() const;
   Worker* FindWorker(pid_t pid);
@@ -125,15 +160,17 @@ class Supervisor {
   const SupervisorOptions& options_;
   SignalSet& signals_;
   bool reaper_;
-  const HeartbeatDir* heartbeats_;
+  Consoles& consoles_;
 
   std::vector<Worker> workers_;
   std::optional<WorkerFailure> failure_;
-  int received_signal_ = 0;  ///< the shutdown signal hetrun received, if any
+  int received_signal_ = 0;  ///< the first shutdown signal hetrun handled, if any
   bool shutdown_ = false;    ///< SIGTERM (or the received signal) sent; deadline armed
   bool cleanup_ = false;     ///< every worker exited; leftovers are being stopped
   bool killed_ = false;      ///< SIGKILL sent
   bool no_children_ = false;
+  std::set<pid_t> swept_term_;  ///< strays sent SIGTERM by the sweep
+  std::set<pid_t> swept_kill_;  ///< strays sent SIGKILL by the sweep
   Clock::time_point deadline_;
   Clock::time_point killed_at_;
   Clock::time_point next_heartbeat_check_;
@@ -147,6 +184,45 @@ Result<int> Supervisor::PendingShutdownSignal() {
   return 0;
 }
 
+Status Supervisor::PrepareOutput(Worker& worker, int restart_count) {
+  if (!options_.log_dir.empty()) {
+    worker.log_path = options_.log_dir + "/" + LogName(worker.spec.rank, restart_count);
+    HETRUN_ASSIGN_OR_RETURN(worker.log, OpenLog(worker.log_path));
+  }
+  std::string prefix = options_.tee ? "[rank " + std::to_string(worker.spec.rank) + "] " : "";
+  worker.out = std::make_unique<OutputTee>(&consoles_.out, prefix, worker.log.get(), 0);
+  worker.err =
+      std::make_unique<OutputTee>(&consoles_.err, prefix, worker.log.get(), options_.tail_lines);
+  return Status::Ok();
+}
+
+// The worker's files in the run folder: its heartbeat file (with --hang-timeout) and its
+// TORCHELASTIC_ERROR_FILE (attempt_<n>/rank_<r>/error.json, absent until the worker writes it).
+Status Supervisor::PrepareRunFiles(Worker& worker, int restart_count,
+                                   std::map<std::string, std::string>& env) {
+  env["HETRUN_RUN_DIR"] = options_.run_dir;
+  env.erase("HETRUN_HEARTBEAT");
+  if (options_.hang_timeout.count() > 0) {
+    std::string dir = options_.run_dir + "/heartbeat";
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error) return ErrnoError("mkdir", dir, error.value()).WithContext("run folder");
+    worker.heartbeat = dir + "/rank_" + std::to_string(worker.spec.local_rank);
+    HETRUN_RETURN_IF_ERROR(ResetHeartbeat(worker.heartbeat));
+    worker.beat_mark = MarkOf(worker.heartbeat);
+    env["HETRUN_HEARTBEAT"] = worker.heartbeat;
+  }
+  std::string dir = options_.run_dir + "/attempt_" + std::to_string(restart_count) + "/rank_" +
+                    std::to_string(worker.spec.rank);
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return ErrnoError("mkdir", dir, error.value()).WithContext("run folder");
+  worker.error_file = dir + "/error.json";
+  std::filesystem::remove(worker.error_file, error);
+  env["TORCHELASTIC_ERROR_FILE"] = worker.error_file;
+  return Status::Ok();
+}
+
 Status Supervisor::Spawn(Worker& worker, int restart_count) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return ErrnoError("pipe2", "worker stdout", errno);
@@ -158,20 +234,10 @@ Status Supervisor::Spawn(Worker& worker, int restart_count) {
   for (int fd : {out[0], err[0]}) {
     if (::fcntl(fd, F_SETFL, O_NONBLOCK) != 0) return ErrnoError("fcntl", "O_NONBLOCK", errno);
   }
-  if (!options_.log_dir.empty()) {
-    HETRUN_ASSIGN_OR_RETURN(worker.log, OpenLog(options_.log_dir, worker.spec.rank, restart_count));
-  }
-  std::string prefix = options_.tee ? "[rank " + std::to_string(worker.spec.rank) + "] " : "";
-  worker.out = std::make_unique<OutputTee>(options_.console_out, prefix, worker.log.get(), 0);
-  worker.err = std::make_unique<OutputTee>(options_.console_err, prefix, worker.log.get(),
-                                           options_.tail_lines);
-  SpawnSpec spec{options_.command, worker.spec.env, out[1], err[1], &signals_, worker.spec.cpus};
-  spec.env.erase("HETRUN_HEARTBEAT");
-  if (heartbeats_ != nullptr) {
-    HETRUN_ASSIGN_OR_RETURN(worker.heartbeat, heartbeats_->Reset(worker.spec.local_rank));
-    spec.env["HETRUN_HEARTBEAT"] = worker.heartbeat;
-  }
-  worker.started = std::chrono::system_clock::now();
+  HETRUN_RETURN_IF_ERROR(PrepareOutput(worker, restart_count));
+  SpawnSpec spec{options_.command, worker.spec.env, out[1], err[1], worker.spec.cpus};
+  HETRUN_RETURN_IF_ERROR(PrepareRunFiles(worker, restart_count, spec.env));
+  worker.last_beat = Clock::now();
   HETRUN_ASSIGN_OR_RETURN(worker.pid, SpawnProcess(spec));
   worker.running = true;
   spdlog::debug("started rank {} (local rank {}) as pid {}", worker.spec.rank,
@@ -179,12 +245,7 @@ Status Supervisor::Spawn(Worker& worker, int restart_count) {
   return Status::Ok();
 }
 
-Result<std::optional<WorkerFailure>> Supervisor::RunAttempt(std::vector<WorkerSpec> specs,
-                                                            int restart_count) {
-  workers_.clear();
-  workers_.resize(specs.size());
-  for (size_t i = 0; i < specs.size(); ++i) workers_[i].spec = std::move(specs[i]);
-
+Status Supervisor::StartWorkers(int restart_count) {
   for (Worker& worker : workers_) {
     Status started = Spawn(worker, restart_count);
     if (started.ok()) continue;
@@ -207,64 +268,114 @@ Result<std::optional<WorkerFailure>> Supervisor::RunAttempt(std::vector<WorkerSp
     BeginShutdown(SIGTERM);
     break;
   }
+  return Status::Ok();
+}
 
+Result<std::optional<WorkerFailure>> Supervisor::RunAttempt(std::vector<WorkerSpec> specs,
+                                                            int restart_count) {
+  workers_.clear();
+  workers_.resize(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) workers_[i].spec = std::move(specs[i]);
+  HETRUN_RETURN_IF_ERROR(StartWorkers(restart_count));
   while (true) {
-    if (!AnyRunning()) {
-      if (!cleanup_) {
-        cleanup_ = true;
-        if (!shutdown_) {
-          // Success (or every worker already gone): nothing the workers started may outlive us.
-          deadline_ = Clock::now() + options_.grace_period;
-          SignalGroups(SIGTERM, true);
-        }
-      }
-      if (no_children_ || !reaper_) break;
-    }
-    std::vector<pollfd> fds;
-    fds.push_back({signals_.fd(), POLLIN, 0});
-    std::vector<std::pair<UniqueFd*, OutputTee*>> pipes;
-    for (Worker& worker : workers_) {
-      for (auto [pipe, tee] : {std::pair{&worker.out_pipe, worker.out.get()},
-                               std::pair{&worker.err_pipe, worker.err.get()}}) {
-        if (!pipe->valid() || tee == nullptr) continue;
-        fds.push_back({pipe->get(), POLLIN, 0});
-        pipes.emplace_back(pipe, tee);
-      }
-    }
-    int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs());
-    if (ready < 0 && errno != EINTR) return ErrnoError("poll", "supervisor loop", errno);
-    for (size_t i = 0; ready > 0 && i < pipes.size(); ++i) {
-      if (fds[i + 1].revents != 0) DrainPipe(*pipes[i].first, *pipes[i].second, false);
-    }
-    HETRUN_RETURN_IF_ERROR(HandleSignals());
-    Reap();
-    Clock::time_point now = Clock::now();
-    if ((shutdown_ || cleanup_) && !killed_ && now >= deadline_) {
-      if (AnyRunning()) {
-        spdlog::warn("grace period of {} over: sending SIGKILL to what still runs",
-                     FormatDuration(options_.grace_period));
-      }
-      SignalGroups(SIGKILL, true);
-      killed_ = true;
-      killed_at_ = now;
-    }
-    if (killed_ && now >= killed_at_ + kAfterKillWait) {
-      spdlog::error("processes survive SIGKILL after {}; giving up on them",
-                    FormatDuration(kAfterKillWait));
-      break;
-    }
-    CheckHeartbeats();
+    HETRUN_ASSIGN_OR_RETURN(bool more, Turn());
+    if (!more) break;
   }
+  return EndAttempt();
+}
+
+// One turn of the loop: false when the attempt is over.
+Result<bool> Supervisor::Turn() {
+  if (!AnyRunning()) {
+    if (!cleanup_) {
+      cleanup_ = true;
+      if (!shutdown_) {
+        // Success (or every worker already gone): nothing the workers started may outlive us.
+        deadline_ = Clock::now() + options_.grace_period;
+        SignalGroups(SIGTERM, true);
+      }
+    }
+    if (no_children_ || !reaper_) return false;
+  }
+  HETRUN_RETURN_IF_ERROR(PollOnce());
+  HETRUN_RETURN_IF_ERROR(HandleSignals());
+  Reap();
+  if (!CheckDeadlines()) return false;
+  if (shutdown_ || cleanup_) SweepStrays();
+  CheckHeartbeats();
+  return true;
+}
+
+// Waits for the first of: a signal, worker output, a console with room again, a deadline.
+// Reads a bounded amount per pipe and never blocks on a console.
+Status Supervisor::PollOnce() {
+  std::vector<pollfd> fds;
+  fds.push_back({signals_.fd(), POLLIN, 0});
+  std::vector<std::pair<UniqueFd*, OutputTee*>> pipes;
+  for (Worker& worker : workers_) {
+    for (auto [pipe, tee] : {std::pair{&worker.out_pipe, worker.out.get()},
+                             std::pair{&worker.err_pipe, worker.err.get()}}) {
+      if (!pipe->valid() || tee == nullptr) continue;
+      fds.push_back({pipe->get(), POLLIN, 0});
+      pipes.emplace_back(pipe, tee);
+    }
+  }
+  std::vector<ConsoleSink*> consoles;
+  for (ConsoleSink* console : {&consoles_.out, &consoles_.err}) {
+    if (!console->Pending()) continue;
+    fds.push_back({console->poll_fd(), POLLOUT, 0});
+    consoles.push_back(console);
+  }
+  int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs());
+  if (ready < 0 && errno != EINTR) return ErrnoError("poll", "supervisor loop", errno);
+  for (size_t i = 0; ready > 0 && i < pipes.size(); ++i) {
+    if (fds[i + 1].revents != 0) ReadPipe(*pipes[i].first, *pipes[i].second, false);
+  }
+  for (size_t i = 0; ready > 0 && i < consoles.size(); ++i) {
+    if (fds[1 + pipes.size() + i].revents != 0) consoles[i]->Flush();
+  }
+  return Status::Ok();
+}
+
+// SIGKILL at the grace deadline; false once processes survived SIGKILL too long.
+bool Supervisor::CheckDeadlines() {
+  Clock::time_point now = Clock::now();
+  if ((shutdown_ || cleanup_) && !killed_ && now >= deadline_) {
+    if (AnyRunning()) {
+      spdlog::warn("grace period of {} over: sending SIGKILL to what still runs",
+                   FormatDuration(options_.grace_period));
+    }
+    SignalGroups(SIGKILL, true);
+    killed_ = true;
+    killed_at_ = now;
+  }
+  if (killed_ && now >= killed_at_ + kAfterKillWait) {
+    spdlog::error("processes survive SIGKILL after {}; giving up on them",
+                  FormatDuration(kAfterKillWait));
+    return false;
+  }
+  return true;
+}
+
+std::optional<WorkerFailure> Supervisor::EndAttempt() {
   for (Worker& worker : workers_) {
     if (!worker.out || !worker.err) continue;  // never spawned (an earlier worker failed to start)
-    DrainPipe(worker.out_pipe, *worker.out, true);
-    DrainPipe(worker.err_pipe, *worker.err, true);
+    ReadPipe(worker.out_pipe, *worker.out, true);
+    ReadPipe(worker.err_pipe, *worker.err, true);
   }
+  consoles_.out.FlushFor(kFinalFlushMs);
+  consoles_.err.FlushFor(kFinalFlushMs);
+  ReportLostOutput();
   if (failure_) {
     for (const Worker& worker : workers_) {
-      if (worker.spec.rank == failure_->rank && worker.err)
-        failure_->stderr_tail = worker.err->Tail();
+      if (worker.spec.rank != failure_->rank) continue;
+      if (worker.err) failure_->stderr_tail = worker.err->Tail();
+      if (std::optional<WorkerErrorReport> report = ReadWorkerErrorFile(worker.error_file)) {
+        failure_->error_message = report->message;
+        failure_->error_frames = report->last_frames;
+      }
     }
+    ClassifyWorkerFailure(*failure_);
     return failure_;
   }
   if (received_signal_ != 0) {
@@ -272,9 +383,36 @@ Result<std::optional<WorkerFailure>> Supervisor::RunAttempt(std::vector<WorkerSp
     failure.kind = WorkerFailure::Kind::kReceivedSignal;
     failure.signal = received_signal_;
     failure.exit_code = 128 + received_signal_;
-    return std::optional<WorkerFailure>(failure);
+    return failure;
   }
-  return std::optional<WorkerFailure>();
+  return std::nullopt;
+}
+
+// Output that did not reach the console (a reader that fell behind) or a log file (a full disk)
+// leaves a trace: counted, logged once per attempt.
+void Supervisor::ReportLostOutput() {
+  for (ConsoleSink* console : {&consoles_.out, &consoles_.err}) {
+    uint64_t& before = consoles_.reported_drops[console];
+    if (console->dropped_lines() == before) continue;
+    spdlog::warn("{} worker output line(s) ({} bytes in all) dropped: hetrun's {} {}",
+                 console->dropped_lines() - before, console->dropped_bytes(), console->name(),
+                 console->last_error() != 0
+                     ? std::string("failed: ") + std::strerror(console->last_error())
+                     : std::string("was not read fast enough (its buffer was full)"));
+    before = console->dropped_lines();
+  }
+  for (const Worker& worker : workers_) {
+    uint64_t lost = 0;
+    int error = 0;
+    for (const OutputTee* tee : {worker.out.get(), worker.err.get()}) {
+      if (tee == nullptr || tee->log_lost_lines() == 0) continue;
+      lost += tee->log_lost_lines();
+      error = tee->log_error();
+    }
+    if (lost == 0) continue;
+    spdlog::warn("{} line(s) of rank {} could not be written to {}: {}", lost, worker.spec.rank,
+                 worker.log_path, std::strerror(error));
+  }
 }
 
 Status Supervisor::HandleSignals() {
@@ -293,7 +431,8 @@ void Supervisor::HandleSignal(int signal) {
     return;
   }
   if (shutdown_ || cleanup_) {
-    // One shutdown: later signals neither reach the workers again nor move the deadline.
+    // One shutdown: later signals neither reach the workers again, nor move the deadline, nor
+    // change the exit code (the first one handled decides it).
     auto left = std::chrono::duration_cast<milliseconds>(deadline_ - Clock::now());
     spdlog::info("received {} while already stopping; SIGKILL in {}", SignalName(signal),
                  FormatDuration(std::max(left, milliseconds(0))));
@@ -322,8 +461,25 @@ void Supervisor::SignalGroups(int signal, bool include_strays) {
   }
   if (!include_strays || !reaper_) return;
   // Descendants that left their worker's group (setsid, setpgid) and were re-parented to us.
+  std::set<pid_t>& swept = signal == SIGKILL ? swept_kill_ : swept_term_;
   for (pid_t child : DirectChildren()) {
     if (FindWorker(child) != nullptr) continue;
+    if (signal == SIGTERM || signal == SIGKILL) swept.insert(child);
+    if (::kill(child, signal) != 0 && errno != ESRCH) {
+      spdlog::warn("kill({}, {}): {}", child, SignalName(signal), std::strerror(errno));
+    }
+  }
+}
+
+// While stopping: strays re-parented to us since the last sweep (a grandchild whose parent was
+// just killed) get the signal of the moment too: SIGTERM before the deadline, SIGKILL after.
+void Supervisor::SweepStrays() {
+  if (!reaper_) return;
+  const int signal = killed_ ? SIGKILL : SIGTERM;
+  std::set<pid_t>& swept = killed_ ? swept_kill_ : swept_term_;
+  for (pid_t child : DirectChildren()) {
+    if (FindWorker(child) != nullptr || !swept.insert(child).second) continue;
+    spdlog::debug("sweep: {} to re-parented pid {}", SignalName(signal), child);
     if (::kill(child, signal) != 0 && errno != ESRCH) {
       spdlog::warn("kill({}, {}): {}", child, SignalName(signal), std::strerror(errno));
     }
@@ -340,6 +496,8 @@ void Supervisor::Reap() {
       if (errno == ECHILD) no_children_ = true;
       return;
     }
+    swept_term_.erase(pid);
+    swept_kill_.erase(pid);
     if (Worker* worker = FindWorker(pid); worker != nullptr && worker->running) {
       OnWorkerExit(*worker, status);
     } else {
@@ -371,24 +529,24 @@ void Supervisor::OnWorkerExit(Worker& worker, int wait_status) {
   BeginShutdown(SIGTERM);
 }
 
+// Hang detection on the monotonic clock: a beat is any change of the heartbeat file (times or
+// size) since hetrun last looked; the silence is measured from when hetrun saw that change.
+// File times are only compared with themselves, never with the wall clock, so a worker's clock,
+// a wall-clock step or a file time in the future cannot hide a hang or fake one.
 void Supervisor::CheckHeartbeats() {
-  if (heartbeats_ == nullptr || shutdown_ || cleanup_) return;
+  if (options_.hang_timeout.count() <= 0 || shutdown_ || cleanup_) return;
   Clock::time_point now = Clock::now();
   if (now < next_heartbeat_check_) return;
   next_heartbeat_check_ = now + std::min(milliseconds(1000), options_.hang_timeout / 4);
-  auto wall_now = std::chrono::system_clock::now();
   for (Worker& worker : workers_) {
     if (!worker.running) continue;
-    auto last = worker.started;
-    struct stat st {};
-    if (::stat(worker.heartbeat.c_str(), &st) == 0) {
-      auto beat = std::chrono::system_clock::time_point(
-          std::chrono::duration_cast<std::chrono::system_clock::duration>(
-              std::chrono::seconds(st.st_mtim.tv_sec) +
-              std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
-      last = std::max(last, beat);
+    BeatMark mark = MarkOf(worker.heartbeat);
+    if (!(mark == worker.beat_mark)) {
+      worker.beat_mark = mark;
+      worker.last_beat = now;
+      continue;
     }
-    auto silence = std::chrono::duration_cast<milliseconds>(wall_now - last);
+    auto silence = std::chrono::duration_cast<milliseconds>(now - worker.last_beat);
     if (silence <= options_.hang_timeout) continue;
     WorkerFailure failure;
     failure.kind = WorkerFailure::Kind::kHang;
@@ -405,12 +563,17 @@ void Supervisor::CheckHeartbeats() {
   }
 }
 
-void Supervisor::DrainPipe(UniqueFd& pipe, OutputTee& tee, bool until_eof) {
+// Reads what `pipe` holds, at most kMaxReadBytesPerTurn unless `until_eof` (the end of the
+// attempt, every worker gone).
+void Supervisor::ReadPipe(UniqueFd& pipe, OutputTee& tee, bool until_eof) {
   char buffer[65536];
-  while (pipe.valid()) {
-    ssize_t n = ::read(pipe.get(), buffer, sizeof(buffer));
+  size_t budget = kMaxReadBytesPerTurn;
+  while (pipe.valid() && (until_eof || budget > 0)) {
+    ssize_t n =
+        ::read(pipe.get(), buffer, until_eof ? sizeof(buffer) : std::min(sizeof(buffer), budget));
     if (n > 0) {
       tee.Consume(std::string_view(buffer, static_cast<size_t>(n)));
+      if (!until_eof) budget -= static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -427,9 +590,9 @@ int Supervisor::PollTimeoutMs() const {
   auto until = [&](Clock::time_point t) {
     return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(t - now));
   };
-  if ((shutdown_ || cleanup_) && !killed_) wait = until(deadline_);
+  if ((shutdown_ || cleanup_) && !killed_) wait = std::min(kSweepInterval, until(deadline_));
   if (killed_) wait = std::min(milliseconds(50), until(killed_at_ + kAfterKillWait));
-  if (heartbeats_ != nullptr && !shutdown_ && !cleanup_) {
+  if (options_.hang_timeout.count() > 0 && !shutdown_ && !cleanup_) {
     milliseconds check = until(next_heartbeat_check_);
     wait = wait ? std::min(*wait, check) : check;
   }
@@ -459,10 +622,38 @@ bool BecomeReaper() {
   return false;
 }
 
+WorkerFailure ReceivedSignalFailure(int signal, int restarts) {
+  WorkerFailure failure;
+  failure.kind = WorkerFailure::Kind::kReceivedSignal;
+  failure.signal = signal;
+  failure.exit_code = 128 + signal;
+  failure.restarts = restarts;
+  return failure;
+}
+
+// Whether `failure` (after `restarts` restarts) ends the run; logs the restart otherwise.
+// `last_abort` carries the signature of the previous attempt's SIGABRT.
+bool StopsTheRun(WorkerFailure& failure, int restarts, const SupervisorOptions& options,
+                 std::string& last_abort) {
+  // An NCCL watchdog abort is a symptom of a peer, not of this worker: restartable every time.
+  std::string abort =
+      failure.cause == WorkerFailure::Cause::kNcclTimeout ? "" : AbortSignature(failure);
+  if (!abort.empty() && abort == last_abort) {
+    failure.cause = WorkerFailure::Cause::kRepeatedAbort;
+    return true;
+  }
+  last_abort = abort;
+  if (!IsRestartable(failure) || restarts >= options.max_restarts) return true;
+  spdlog::warn("{}; restarting the local worker group (restart {} of {})", FailureSummary(failure),
+               restarts + 1, options.max_restarts);
+  return false;
+}
+
 }  // namespace
 
 Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const WorkerSpecsFn& specs) {
   if (options.command.empty()) return UsageError("no command to run");
+  if (options.run_dir.empty()) return InternalError("Supervise: no run folder");
   if (!options.log_dir.empty()) {
     std::error_code error;
     std::filesystem::create_directories(options.log_dir, error);
@@ -473,24 +664,19 @@ Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const Work
   HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<SignalSet> signals, SignalSet::Install());
   if (options.on_signals_ready) options.on_signals_ready();
   bool reaper = BecomeReaper();
-  std::unique_ptr<HeartbeatDir> heartbeats;
-  if (options.hang_timeout.count() > 0) {
-    HETRUN_ASSIGN_OR_RETURN(heartbeats, HeartbeatDir::Create());
-  }
+  Consoles consoles{
+      ConsoleSink(options.console_out, "stdout"), ConsoleSink(options.console_err, "stderr"), {}};
 
   SupervisorOutcome outcome;
+  std::string last_abort;
   for (int restart = 0;; ++restart) {
     HETRUN_ASSIGN_OR_RETURN(std::vector<WorkerSpec> workers, specs(restart));
-    Supervisor supervisor(options, *signals, reaper, heartbeats.get());
+    Supervisor supervisor(options, *signals, reaper, consoles);
     if (restart > 0) {
       HETRUN_ASSIGN_OR_RETURN(int signal, supervisor.PendingShutdownSignal());
       if (signal != 0) {
         spdlog::warn("received {} before restart {}: not restarting", SignalName(signal), restart);
-        outcome.failure = WorkerFailure{};
-        outcome.failure.kind = WorkerFailure::Kind::kReceivedSignal;
-        outcome.failure.signal = signal;
-        outcome.failure.exit_code = 128 + signal;
-        outcome.failure.restarts = outcome.restarts;
+        outcome.failure = ReceivedSignalFailure(signal, outcome.restarts);
         outcome.exit_code = outcome.failure.exit_code;
         return outcome;
       }
@@ -505,11 +691,11 @@ Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const Work
     failure->restarts = outcome.restarts;
     outcome.failed = true;
     outcome.failure = *failure;
-    outcome.exit_code = failure->exit_code;
-    if (!IsRestartable(*failure) || outcome.restarts >= options.max_restarts) return outcome;
+    if (StopsTheRun(outcome.failure, outcome.restarts, options, last_abort)) {
+      outcome.exit_code = outcome.failure.exit_code;
+      return outcome;
+    }
     ++outcome.restarts;
-    spdlog::warn("{}; restarting the local worker group (restart {} of {})",
-                 FailureSummary(*failure), outcome.restarts, options.max_restarts);
   }
 }
 

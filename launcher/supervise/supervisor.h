@@ -5,7 +5,14 @@
 //
 // Guarantees, success or failure: when Supervise returns, every process it started and every
 // descendant re-parented to it (it is PID 1 or a child subreaper) has been reaped. Leftovers in
-// the workers' process groups get SIGTERM, then SIGKILL at the grace deadline.
+// the workers' process groups get SIGTERM, then SIGKILL at the grace deadline; the sweep of
+// re-parented strays repeats every turn (at least every 100 ms) until none is left or the
+// deadline, so a grandchild orphaned late still gets its SIGTERM.
+//
+// Promptness: one poll turn reads at most kMaxReadBytesPerTurn from each worker pipe and writes
+// to the console without blocking (launcher/supervise/console_sink.h), so a flood of output or
+// a console reader that stopped reading never delays signal handling, reaping or the grace
+// deadline; lines dropped under back-pressure are counted and logged.
 #pragma once
 
 #include <unistd.h>
@@ -35,8 +42,13 @@ struct SupervisorOptions {
   /// SIGTERM -> SIGKILL escalation: after a shutdown starts, whatever still runs when this has
   /// passed gets SIGKILL. Set it below the pod's terminationGracePeriodSeconds.
   std::chrono::milliseconds grace_period{30'000};
-  /// No heartbeat for this long -> hang (exit 75). Zero = hang detection off.
+  /// No heartbeat for this long -> hang (exit 75). Zero = hang detection off. Measured on the
+  /// monotonic clock: hetrun notes when a heartbeat file changes, never compares file times
+  /// with the wall clock.
   std::chrono::milliseconds hang_timeout{0};
+  /// The run folder (launcher/supervise/run_folder.h): heartbeat files and the workers'
+  /// TORCHELASTIC_ERROR_FILE live there; HETRUN_RUN_DIR names it for the workers. Required.
+  std::string run_dir;
   bool tee = false;      ///< prefix console lines with "[rank R] "
   std::string log_dir;   ///< one log file per rank and attempt; empty = none
   int max_restarts = 0;  ///< restarts of the whole local group after a restartable failure
@@ -52,7 +64,7 @@ struct SupervisorOptions {
 using WorkerSpecsFn = std::function<Result<std::vector<WorkerSpec>>(int restart_count)>;
 
 struct SupervisorOutcome {
-  int exit_code = 0;  ///< 0, a worker's code, 128+N, 75, 126, 127
+  int exit_code = 0;  ///< 0, a worker's code (1 for 64/70/78/80/81), 128+N, 75, 81, 126, 127
   int restarts = 0;   ///< restarts done
   bool failed = false;
   WorkerFailure failure;  ///< what ended the last attempt (when failed)

@@ -14,7 +14,15 @@
 //   pid FILE             append this process's pid to FILE
 //   env NAME...          print NAME=VALUE (or NAME unset) for each name, one a line
 //   beat COUNT MS        beat COUNT times (hetrun::Beat), MS milliseconds apart
+//   grandorphan FILE     fork a child that leaves the worker's session (setsid) and forks a
+//                        grandchild; the grandchild appends "ready" to FILE, then on SIGTERM
+//                        appends "15" and exits; the child sleeps (SIGTERM kills it, and only
+//                        then is the grandchild re-parented to hetrun)
+//   fds                  print "fds" and every open descriptor number
+//   signals              print "ignored" and every ignored signal number, then "blocked" and
+//                        every blocked one
 // Without an exit step the helper exits 0 after the last step.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,7 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "hetrun/base/env.h"
 #include "hetrun/job/heartbeat.h"
@@ -84,6 +94,67 @@ void AppendLine(const char* path, const std::string& line) {
   }
   AppendLine(file, "done");
   _exit(code);
+}
+
+void GrandOrphan(const char* file) {
+  pid_t child = fork();
+  if (child == 0) {
+    setsid();
+    pid_t grandchild = fork();
+    if (grandchild == 0) {
+      sigset_t term;
+      sigemptyset(&term);
+      sigaddset(&term, SIGTERM);
+      sigprocmask(SIG_BLOCK, &term, nullptr);
+      AppendLine(file, "ready");
+      int signal = 0;
+      sigwait(&term, &signal);
+      AppendLine(file, std::to_string(signal));
+      _exit(0);
+    }
+    SleepMs(600'000);
+    _exit(0);
+  }
+  for (int k = 0; k < 2000; ++k) {  // wait for the grandchild's "ready"
+    FILE* in = fopen(file, "r");
+    char line[16] = {};
+    bool ready = in != nullptr && fgets(line, sizeof line, in) != nullptr;
+    if (in != nullptr) fclose(in);
+    if (ready) return;
+    SleepMs(10);
+  }
+}
+
+void PrintFds() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) _exit(95);
+  std::string line = "fds";
+  std::vector<int> fds;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    int fd = atoi(entry->d_name);
+    if (fd != dirfd(dir)) fds.push_back(fd);
+  }
+  closedir(dir);
+  std::sort(fds.begin(), fds.end());
+  for (int fd : fds) line += " " + std::to_string(fd);
+  printf("%s\n", line.c_str());
+  fflush(stdout);
+}
+
+void PrintSignals() {
+  std::string ignored = "ignored", blocked = "blocked";
+  sigset_t mask;
+  sigprocmask(SIG_BLOCK, nullptr, &mask);
+  for (int signal = 1; signal < 32; ++signal) {
+    struct sigaction action {};
+    if (sigaction(signal, nullptr, &action) == 0 && action.sa_handler == SIG_IGN) {
+      ignored += " " + std::to_string(signal);
+    }
+    if (sigismember(&mask, signal) == 1) blocked += " " + std::to_string(signal);
+  }
+  printf("%s\n%s\n", ignored.c_str(), blocked.c_str());
+  fflush(stdout);
 }
 
 }  // namespace
@@ -193,6 +264,14 @@ int main(int argc, char** argv) {
         }
         SleepMs(ms);
       }
+    } else if (step == "grandorphan") {
+      const char* file = arg(0);
+      i += 1;
+      if (mine) GrandOrphan(file);
+    } else if (step == "fds") {
+      if (mine) PrintFds();
+    } else if (step == "signals") {
+      if (mine) PrintSignals();
     } else {
       fprintf(stderr, "worker_helper: unknown step '%s'\n", step.c_str());
       return 94;

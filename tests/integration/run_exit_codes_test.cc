@@ -14,7 +14,13 @@ using testing::HetrunProcess;
 using testing::RunArgs;
 using testing::TempDir;
 
-TEST(RunExitCodesTest, PassesEveryExitCodeThrough) {
+// A worker's own 64, 70, 78, 80 and 81 are hetrun's verdicts (usage, internal, config, arch
+// mismatch, memory): reported as 1 so a Volcano policy never mistakes them (issue 15, item 7).
+bool Reserved(int code) {
+  return code == 64 || code == 70 || code == 78 || code == 80 || code == 81;
+}
+
+TEST(RunExitCodesTest, PassesEveryExitCodeThroughButHetrunsOwn) {
   TempDir dir;
   // 256 hetruns with one tiny worker each, 16 at a time.
   for (int first = 0; first < 256; first += 16) {
@@ -28,9 +34,26 @@ TEST(RunExitCodesTest, PassesEveryExitCodeThrough) {
     }
     for (int code = first; code < first + 16; ++code) {
       HetrunProcess& run = *runs[static_cast<size_t>(code - first)];
-      EXPECT_EQ(run.Wait(), code) << run.err();
+      EXPECT_EQ(run.Wait(), Reserved(code) ? 1 : code) << run.err();
     }
   }
+}
+
+TEST(RunExitCodesTest, WorkerExitingWithHetrunsOwnCodeIsReportedAs1AndSaysSo) {
+  for (int code : {64, 70, 78, 80, 81}) {
+    TempDir dir;
+    HetrunProcess run(RunArgs(1, {}, {"exit", std::to_string(code)}), HetrunEnv(dir.path()),
+                      dir.path());
+    EXPECT_EQ(run.Wait(), 1) << run.err();
+    std::string log = testing::ReadFile(dir.path() + "/termination-log");
+    EXPECT_NE(log.find("exited with code " + std::to_string(code) + ", a code hetrun reserves"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("reported as exit code 1"), std::string::npos) << log;
+  }
+  TempDir dir;
+  HetrunProcess transient(RunArgs(1, {}, {"exit", "75"}), HetrunEnv(dir.path()), dir.path());
+  EXPECT_EQ(transient.Wait(), 75) << "a worker's own 75 keeps its meaning";
 }
 
 TEST(RunExitCodesTest, AllWorkersSucceedingExitsZeroWithoutTerminationLog) {

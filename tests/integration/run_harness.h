@@ -66,11 +66,19 @@ inline std::map<std::string, std::string> HetrunEnv(const std::string& dir) {
   return env;
 }
 
+/// How hetrun is started beyond its arguments and environment.
+struct Launch {
+  int stdout_fd = -1;              ///< hetrun's stdout (e.g. a pipe nobody reads); -1 = a file
+  std::vector<int> ignored{};      ///< signals hetrun starts with at SIG_IGN
+  std::map<int, std::string> fds;  ///< extra descriptors hetrun inherits: fd -> file (read-only)
+};
+
 class HetrunProcess {
  public:
   /// Starts `hetrun ARGS...` with `env`; stdout and stderr go to files in `dir`.
   HetrunProcess(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                const std::string& dir, const std::string& tag = "hetrun")
+                const std::string& dir, const std::string& tag = "hetrun",
+                const Launch& launch = {})
       : out_path_(dir + "/" + tag + ".out"), err_path_(dir + "/" + tag + ".err") {
     std::vector<std::string> argv{HETRUN_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -90,8 +98,13 @@ class HetrunProcess {
       int null = open("/dev/null", O_RDONLY);
       if (out < 0 || err < 0 || null < 0) _exit(125);
       dup2(null, 0);
-      dup2(out, 1);
+      dup2(launch.stdout_fd >= 0 ? launch.stdout_fd : out, 1);
       dup2(err, 2);
+      for (const auto& [fd, file] : launch.fds) {
+        int opened = open(file.c_str(), O_RDONLY);
+        if (opened < 0 || dup2(opened, fd) < 0) _exit(125);
+      }
+      for (int signal : launch.ignored) ::signal(signal, SIG_IGN);
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -41,7 +41,9 @@ TEST(RunRestartTest, RestartsAreCountedAndBounded) {
   TempDir dir;
   HetrunProcess run(
       RunArgs(2, {"--tee", "--max-restarts", "2"},
-              {"env", "TORCHELASTIC_RESTART_COUNT", "r1:kill", "9", "sleep", "60000"}),
+              // rank 1 dies only after rank 0 had time to print (a SIGTERM could beat it)
+              {"env", "TORCHELASTIC_RESTART_COUNT", "r1:sleep", "500", "r1:kill", "9", "sleep",
+               "60000"}),
       HetrunEnv(dir.path()), dir.path());
   EXPECT_EQ(run.Wait(), 137) << run.err();
   std::string out = run.out();
@@ -66,7 +68,11 @@ TEST(RunRestartTest, DeterministicFailuresAreNeverRestarted) {
     TempDir dir;
     HetrunProcess run(RunArgs(1, {"--max-restarts", "3"}, {"out", "attempt", "exit", code}),
                       HetrunEnv(dir.path()), dir.path());
-    EXPECT_EQ(run.Wait(), std::stoi(code)) << run.err();
+    const int expected =
+        std::string(code) == "78" || std::string(code) == "80" || std::string(code) == "81"
+            ? 1  // a worker's use of hetrun's own codes is reported as 1
+            : std::stoi(code);
+    EXPECT_EQ(run.Wait(), expected) << run.err();
     EXPECT_EQ(Count(run.out(), "attempt"), 1u) << "exit " << code;
   }
 }

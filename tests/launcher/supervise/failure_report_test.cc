@@ -60,5 +60,66 @@ TEST(FailureReportTest, RestartsOnlyWhatARetryCanFix) {
   EXPECT_FALSE(IsRestartable(received));
 }
 
+WorkerFailure Exited(int code) {
+  WorkerFailure f;
+  f.rank = 2;
+  f.local_rank = 0;
+  f.exit_code = code;
+  return f;
+}
+
+TEST(FailureReportTest, WorkerCodesThatAreHetrunsOwnAreReportedAs1) {
+  for (int code : {64, 70, 78, 80, 81}) {
+    WorkerFailure f = Exited(code);
+    ClassifyWorkerFailure(f);
+    EXPECT_EQ(f.exit_code, 1) << code;
+    EXPECT_EQ(f.worker_code, code);
+    EXPECT_FALSE(IsRestartable(f)) << code;
+    EXPECT_NE(FailureSummary(f).find("exited with code " + std::to_string(code) +
+                                     ", a code hetrun reserves"),
+              std::string::npos);
+  }
+  for (int code : {1, 2, 65, 75, 79, 82, 125}) {
+    WorkerFailure f = Exited(code);
+    ClassifyWorkerFailure(f);
+    EXPECT_EQ(f.exit_code, code) << code;
+    EXPECT_EQ(f.cause, WorkerFailure::Cause::kNone) << code;
+  }
+}
+
+TEST(FailureReportTest, CudaOomFromTheErrorFileOrStderrIs81AndNotRestartable) {
+  WorkerFailure from_file = Exited(1);
+  from_file.error_message = "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB";
+  ClassifyWorkerFailure(from_file);
+  EXPECT_EQ(from_file.exit_code, 81);
+  EXPECT_FALSE(IsRestartable(from_file));
+  WorkerFailure from_stderr = Killed(SIGABRT);
+  from_stderr.stderr_tail = {"terminate called after throwing", "CUDA error: out of memory"};
+  ClassifyWorkerFailure(from_stderr);
+  EXPECT_EQ(from_stderr.exit_code, 81);
+  EXPECT_FALSE(IsRestartable(from_stderr)) << "a SIGABRT from OOM is not worth a restart";
+  EXPECT_NE(FailureSummary(from_stderr).find("ran out of GPU memory"), std::string::npos);
+}
+
+TEST(FailureReportTest, NcclWatchdogTimeoutIs75AndRestartable) {
+  WorkerFailure f = Killed(SIGABRT);
+  f.stderr_tail = {"[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9)"};
+  ClassifyWorkerFailure(f);
+  EXPECT_EQ(f.exit_code, 75);
+  EXPECT_TRUE(IsRestartable(f));
+  EXPECT_TRUE(AbortSignature(Killed(SIGKILL)).empty());
+  EXPECT_FALSE(AbortSignature(f).empty());
+}
+
+TEST(FailureReportTest, TerminationReasonShowsTheErrorFilesLastFrames) {
+  WorkerFailure f = Exited(3);
+  f.error_message = "ValueError: bad batch";
+  f.error_frames = {"File \"t.py\", line 9, in step: check(x)"};
+  std::string reason = TerminationReason(f);
+  EXPECT_NE(reason.find("exited with code 3: ValueError: bad batch"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("  File \"t.py\", line 9, in step: check(x)\n"), std::string::npos)
+      << reason;
+}
+
 }  // namespace
 }  // namespace hetrun::launcher

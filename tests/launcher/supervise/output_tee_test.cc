@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "run_process.h"
@@ -28,8 +29,10 @@ class OutputTeeTest : public ::testing::Test {
     log_ = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ASSERT_GE(console_, 0);
     ASSERT_GE(log_, 0);
+    sink_ = std::make_unique<ConsoleSink>(console_, "console");
   }
   void TearDown() override {
+    sink_.reset();
     ::close(console_);
     ::close(log_);
   }
@@ -39,10 +42,11 @@ class OutputTeeTest : public ::testing::Test {
   testing::TempDir dir_;
   std::string console_path_, log_path_;
   int console_ = -1, log_ = -1;
+  std::unique_ptr<ConsoleSink> sink_;
 };
 
 TEST_F(OutputTeeTest, PrefixesWholeLinesAssembledFromPieces) {
-  OutputTee tee(console_, "[rank 2] ", log_, 0);
+  OutputTee tee(sink_.get(), "[rank 2] ", log_, 0);
   tee.Consume("hel");
   tee.Consume("lo\nwor");
   tee.Consume("ld\n\n");
@@ -51,7 +55,7 @@ TEST_F(OutputTeeTest, PrefixesWholeLinesAssembledFromPieces) {
 }
 
 TEST_F(OutputTeeTest, FinishAddsTheMissingNewline) {
-  OutputTee tee(console_, "", -1, 0);
+  OutputTee tee(sink_.get(), "", -1, 0);
   tee.Consume("no newline");
   EXPECT_EQ(Console(), "");
   tee.Finish();
@@ -59,7 +63,7 @@ TEST_F(OutputTeeTest, FinishAddsTheMissingNewline) {
 }
 
 TEST_F(OutputTeeTest, SplitsOverlongLinesIntoPrefixedPieces) {
-  OutputTee tee(console_, "> ", -1, 0);
+  OutputTee tee(sink_.get(), "> ", -1, 0);
   tee.Consume(std::string(OutputTee::kMaxLineBytes + 10, 'x'));
   tee.Finish();
   EXPECT_EQ(Console(), "> " + std::string(OutputTee::kMaxLineBytes, 'x') + "\n> " +
@@ -67,7 +71,7 @@ TEST_F(OutputTeeTest, SplitsOverlongLinesIntoPrefixedPieces) {
 }
 
 TEST_F(OutputTeeTest, KeepsTheLastLinesForTheTerminationLog) {
-  OutputTee tee(-1, "", -1, 3);
+  OutputTee tee(nullptr, "", -1, 3);
   for (int i = 0; i < 10; ++i) tee.Consume("line " + std::to_string(i) + "\n");
   EXPECT_EQ(tee.Tail(), (std::vector<std::string>{"line 7", "line 8", "line 9"}));
 }

@@ -1,0 +1,114 @@
+#include "supervise/run_folder.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+
+namespace hetrun::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kLockName = ".lock";
+
+// Creates `base` (0700) when missing; refuses one that is a symlink or belongs to another user
+// (a shared /tmp must not let someone else choose where hetrun writes).
+Status PrepareBase(const std::string& base) {
+  if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) {
+    std::error_code error;
+    fs::create_directories(base, error);
+    if (error) return ErrnoError("mkdir", base + " (HETRUN_RUN_BASE)", error.value());
+  }
+  struct stat info {};
+  if (::lstat(base.c_str(), &info) != 0) return ErrnoError("lstat", base, errno);
+  if (!S_ISDIR(info.st_mode)) {
+    return InvalidArgumentError("run folder base " + base +
+                                " is not a directory (a symlink?); set HETRUN_RUN_BASE");
+  }
+  if (info.st_uid != ::geteuid()) {
+    return InvalidArgumentError("run folder base " + base + " belongs to uid " +
+                                std::to_string(info.st_uid) + ", not to this user (" +
+                                std::to_string(::geteuid()) + "); set HETRUN_RUN_BASE");
+  }
+  return Status::Ok();
+}
+
+// True when `dir`'s lock can be taken: its hetrun is gone.
+bool IsStale(const std::string& dir) {
+  std::string lock = dir + "/" + kLockName;
+  int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;  // being created right now (or not ours): leave it
+  bool stale = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  ::close(fd);
+  return stale;
+}
+
+}  // namespace
+
+std::string RunFolderBase(const Environment& env) {
+  if (std::optional<std::string> base = env.Get("HETRUN_RUN_BASE"); base && !base->empty()) {
+    return *base;
+  }
+  std::string tmp = env.Get("TMPDIR").value_or("");
+  if (tmp.empty()) tmp = "/tmp";
+  return tmp + "/hetrun-" + std::to_string(::geteuid());
+}
+
+int RemoveStaleRunFolders(const std::string& base) {
+  int removed = 0;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(base, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("run-") || !entry.is_directory(error) || entry.is_symlink(error)) {
+      continue;
+    }
+    if (!IsStale(entry.path().string())) continue;
+    std::error_code remove_error;
+    fs::remove_all(entry.path(), remove_error);
+    if (remove_error) {
+      spdlog::warn("stale run folder {}: {}", entry.path().string(), remove_error.message());
+      continue;
+    }
+    spdlog::info("removed the run folder {} of a hetrun that did not clean up (killed?)",
+                 entry.path().string());
+    ++removed;
+  }
+  return removed;
+}
+
+Result<std::unique_ptr<RunFolder>> RunFolder::Create(const std::string& base) {
+  HETRUN_RETURN_IF_ERROR(PrepareBase(base));
+  RemoveStaleRunFolders(base);
+  std::string pattern = base + "/run-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) return ErrnoError("mkdtemp", pattern, errno);
+  std::string lock = pattern + "/" + kLockName;
+  int fd = ::open(lock.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return ErrnoError("open", lock, errno).WithContext("run folder lock");
+  UniqueFd held(fd);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    return ErrnoError("flock", lock, errno).WithContext("run folder lock");
+  }
+  spdlog::debug("run folder {}", pattern);
+  return std::unique_ptr<RunFolder>(new RunFolder(pattern, std::move(held)));
+}
+
+RunFolder::~RunFolder() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+Result<std::string> RunFolder::MakeDir(const std::string& relative) const {
+  std::string dir = path_ + "/" + relative;
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) return ErrnoError("mkdir", dir, error.value()).WithContext("run folder");
+  return dir;
+}
+
+}  // namespace hetrun::launcher
