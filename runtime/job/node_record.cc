@@ -5,12 +5,20 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "hetrun/base/units.h"
+
 namespace hetrun {
 namespace {
 
 using nlohmann::json;
 
 constexpr int kSchema = 1;
+
+std::string Excerpt(std::string_view text) {
+  std::string out(text.substr(0, 120));
+  if (text.size() > 120) out += "...";
+  return out;
+}
 
 json GpuToJson(const GpuInfo& gpu) {
   return json{{"name", gpu.name},
@@ -20,14 +28,22 @@ json GpuToJson(const GpuInfo& gpu) {
               {"family", gpu.family}};
 }
 
-GpuInfo GpuFromJson(const json& j) {
+// A missing or mistyped key still throws json's exception (DecodeNodeRecord catches it); a
+// capability that is not MAJOR.MINOR is an error value.
+Result<GpuInfo> GpuFromJson(const json& j) {
   GpuInfo gpu;
   gpu.name = j.at("name").get<std::string>();
   std::string cc = j.at("capability").get<std::string>();
   size_t dot = cc.find('.');
-  if (dot == std::string::npos) throw std::invalid_argument("capability '" + cc + "' is not X.Y");
-  gpu.major = std::stoi(cc.substr(0, dot));
-  gpu.minor = std::stoi(cc.substr(dot + 1));
+  Result<int64_t> major = ParseIntInRange(cc.substr(0, dot), 0, 99);
+  Result<int64_t> minor = dot == std::string::npos ? InvalidArgumentError("no minor version")
+                                                   : ParseIntInRange(cc.substr(dot + 1), 0, 99);
+  if (!major.ok() || !minor.ok()) {
+    return InvalidArgumentError("GPU '" + Excerpt(gpu.name) + "': capability '" + Excerpt(cc) +
+                                "' is not MAJOR.MINOR");
+  }
+  gpu.major = static_cast<int>(*major);
+  gpu.minor = static_cast<int>(*minor);
   gpu.total_bytes = j.at("total_bytes").get<uint64_t>();
   gpu.usable_bytes = j.at("usable_bytes").get<uint64_t>();
   gpu.family = j.at("family").get<std::string>();
@@ -52,12 +68,6 @@ std::vector<ArchRow> RowsFromJson(const json& j) {
                     row.at("verdict").get<std::string>(), row.at("fails").get<bool>()});
   }
   return rows;
-}
-
-std::string Excerpt(std::string_view text) {
-  std::string out(text.substr(0, 120));
-  if (text.size() > 120) out += "...";
-  return out;
 }
 
 // Capability strings sort numerically: "8.0" < "9.0" < "10.0".
@@ -117,7 +127,14 @@ Result<NodeRecord> DecodeNodeRecord(std::string_view text) {
     record.hetrun_version = j.at("hetrun_version").get<std::string>();
     record.nccl_version = j.at("nccl_version").get<std::string>();
     record.inventory_source = j.at("inventory_source").get<std::string>();
-    for (const json& gpu : j.at("gpus")) record.gpus.push_back(GpuFromJson(gpu));
+    for (const json& gpu : j.at("gpus")) {
+      Result<GpuInfo> info = GpuFromJson(gpu);
+      if (!info.ok()) {
+        return InvalidArgumentError("malformed node record '" + Excerpt(text) +
+                                    "': " + info.status().message());
+      }
+      record.gpus.push_back(std::move(info).value());
+    }
     record.arch_checked = j.at("arch_checked").get<bool>();
     record.arch_rows = RowsFromJson(j.at("arch"));
     return record;

@@ -41,6 +41,23 @@ TEST(NodeRecordTest, MalformedJsonIsAnErrorNotACrash) {
   }
 }
 
+TEST(NodeRecordTest, ABadCapabilityIsAnErrorNamingTheGpu) {
+  const std::string good = EncodeNodeRecord(Record(1));
+  for (const char* bad : {"9", "9.", ".0", "x.y", "9.0.1", "99999999999.0", "-1.0"}) {
+    std::string text = good;
+    size_t at = text.find("\"capability\":\"9.0\"");
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, 18, std::string("\"capability\":\"") + bad + "\"");
+    Result<NodeRecord> r = DecodeNodeRecord(text);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("GPU 'H100-SXM5-80GB': capability '" + std::string(bad) +
+                                        "' is not MAJOR.MINOR"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(NodeRecordTest, DuplicateNodeRankNamesBothNodes) {
   std::vector<NodeRecord> records = {Record(0), Record(1), Record(1)};
   records[2].hostname = "other";
