@@ -286,7 +286,7 @@ void AddCheckOptions(cxxopts::Options& options) {
                                      cxxopts::value<std::string>())(
       "strict", "also fail on partial coverage")("no-driver-load",
                                                  "on real GPUs, skip loading every module")(
-      "json", "print JSON (keys: README \"hetrun check\")")(
+      "json", "print JSON (keys: README, \"hetrun check\")")(
       "paths", "files or directories", cxxopts::value<std::vector<std::string>>())("h,help",
                                                                                    "this text");
   options.parse_positional({"paths"});

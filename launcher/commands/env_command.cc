@@ -1,6 +1,6 @@
 // `hetrun env [--json] [topology flags]`: the job's topology as hetrun resolves it from flags,
 // HETRUN_* variables and what Volcano, Kubeflow, MPI or Slurm inject, with the source of every
-// field and every value that a higher-precedence one overrode (ARCHITECTURE.md §4.1, §4.5).
+// field and every value that a higher-precedence one overrode (docs/ARCHITECTURE.md §4.1, §4.5).
 #include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -96,7 +96,7 @@ Result<int> commands::Env(const CommandContext& context) {
                            "Show the job topology resolved from flags, HETRUN_* and the launcher "
                            "environment (Volcano, Kubeflow, Open MPI, MPICH, Slurm), with the "
                            "source of every field.");
-  options.add_options()("json", "print JSON (ARCHITECTURE.md §4.5 keys)")("h,help", "this text");
+  options.add_options()("json", "print JSON (keys: README, \"hetrun env\")")("h,help", "this text");
   AddTopologyOptions(options);
   HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
                           ParseSubcommandOptions(options, context.args));

@@ -128,7 +128,8 @@ Result<int> commands::Inspect(const CommandContext& context) {
                            "shared objects, like cuobjdump --list-elf --list-ptx. Directories are "
                            "scanned recursively.");
   options.positional_help("FILE|DIR...");
-  options.add_options()("json", "print JSON (ARCHITECTURE.md §4.5)")(
+  options.add_options()("json",
+                        "print JSON: [{file, images: [{kind, arch, compressed, bytes}], error?}]")(
       "ptx-target", "decompress PTX images and show their .target")(
       "paths", "files or directories", cxxopts::value<std::vector<std::string>>())("h,help",
                                                                                    "this text");

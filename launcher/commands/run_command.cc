@@ -89,7 +89,7 @@ Result<std::optional<Inventory>> DeclaredInventory(const Environment& env,
   return std::optional<Inventory>(std::move(inventory));
 }
 
-/// The seam for the checks that must pass before any training code runs (ARCHITECTURE.md §2.2:
+/// The seam for the checks that must pass before any training code runs (docs/ARCHITECTURE.md §2.2:
 /// kernel images vs GPUs, the memory ceiling, rendezvous with the other nodes;
 /// launcher/preflight/preflight.h). An error (exit 75, 78, 80, 81) means no worker is spawned.
 Result<PreflightResult> Preflight(const Topology& topology,

@@ -1,4 +1,5 @@
-// The checks `hetrun run` makes before any training code runs (ARCHITECTURE.md §2.2), job-wide:
+// The checks `hetrun run` makes before any training code runs (docs/ARCHITECTURE.md §2.2),
+// job-wide:
 //   1. the local GPUs (declared, or probed in a child: CUDA is never initialised here);
 //   2. the rendezvous with the other launchers when the job has more than one (libtorch's
 //      TCPStore, dlopened), which gives every node every node's record;

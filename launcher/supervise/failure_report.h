@@ -1,4 +1,4 @@
-// Why a local worker group ended badly: the exit code of the contract (ARCHITECTURE.md §4.3),
+// Why a local worker group ended badly: the exit code of the contract (docs/ARCHITECTURE.md §4.3),
 // whether a restart may help, and the paragraph for the Kubernetes termination log.
 #pragma once
 

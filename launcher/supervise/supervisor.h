@@ -1,6 +1,6 @@
 // The supervisor of `hetrun run`: starts the local workers, forwards signals, reaps every
 // orphan, stops the group when one worker fails or hangs, restarts it within a budget, and
-// reports one exit code of the contract (ARCHITECTURE.md §4.3). Single-threaded: one poll loop
+// reports one exit code of the contract (docs/ARCHITECTURE.md §4.3). Single-threaded: one poll loop
 // over a signalfd and the workers' output pipes; no work in asynchronous signal handlers.
 //
 // Guarantees, success or failure: when Supervise returns, every process it started and every

@@ -1,4 +1,4 @@
-// The Kubernetes termination log: one short reason for a non-zero exit (ARCHITECTURE.md §4.3).
+// The Kubernetes termination log: one short reason for a non-zero exit (docs/ARCHITECTURE.md §4.3).
 #pragma once
 
 #include <string>

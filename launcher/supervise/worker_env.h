@@ -1,4 +1,4 @@
-// The environment of one worker (ARCHITECTURE.md §4.2): what it inherits from hetrun plus the
+// The environment of one worker (docs/ARCHITECTURE.md §4.2): what it inherits from hetrun plus the
 // torchrun-compatible variables, computed from a resolved Topology. A pure function.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Per-process launchers (ARCHITECTURE.md §4.1 level 3): mpirun (Open MPI), mpiexec (MPICH
+// Per-process launchers (docs/ARCHITECTURE.md §4.1 level 3): mpirun (Open MPI), mpiexec (MPICH
 // Hydra) and srun (Slurm) start one process per worker and tell each its rank.
 //
 // Node index: Slurm states it (SLURM_NODEID, SLURM_NNODES). Open MPI and MPICH do not: Open MPI's

@@ -1,5 +1,5 @@
 // ResolveTopology: every convention present offers candidate values for each field; the one of
-// highest precedence (ARCHITECTURE.md §4.1) wins, and every lower one that differs is recorded
+// highest precedence (docs/ARCHITECTURE.md §4.1) wins, and every lower one that differs is recorded
 // as an override. Conventions are read in their own files (per_process_launchers.cc,
 // volcano_tasks.cc); Kubeflow, the Volcano pytorch plugin, HETRUN_* and flags are read here.
 #include "hetrun/job/topology.h"

@@ -15,7 +15,7 @@
 
 namespace hetrun::topology_internal {
 
-/// Precedence levels of ARCHITECTURE.md §4.1, highest first. kDerived sits below every
+/// Precedence levels of docs/ARCHITECTURE.md §4.1, highest first. kDerived sits below every
 /// convention: values a convention does not state but that follow from an assumption.
 enum Level : int {
   kFlagLevel = 1,

@@ -1,5 +1,5 @@
-// Volcano svc + env plugins (ARCHITECTURE.md §4.1 level 6): the job's tasks from VC_<TASK>_NUM /
-// VC_<TASK>_HOSTS (or the svc plugin's <task>.host files), this pod's task and index, and from
+// Volcano svc + env plugins (docs/ARCHITECTURE.md §4.1 level 6): the job's tasks from VC_<TASK>_NUM
+// / VC_<TASK>_HOSTS (or the svc plugin's <task>.host files), this pod's task and index, and from
 // them the node count, node rank and master address.
 //
 // Names: the svc plugin writes VC_<TASK>_* with the task name upper-cased and '-' replaced by

@@ -1,6 +1,6 @@
-// CPU emulation of a slower GPU (ARCHITECTURE.md §5): HETRUN_EMULATE_SLOWDOWN=k makes a worker's
-// compute region take k times its measured real time (the runtime sleeps the difference), so
-// heterogeneity shows up in real timings. The timer still measures real elapsed time.
+// CPU emulation of a slower GPU (docs/ARCHITECTURE.md §5): HETRUN_EMULATE_SLOWDOWN=k makes a
+// worker's compute region take k times its measured real time (the runtime sleeps the difference),
+// so heterogeneity shows up in real timings. The timer still measures real elapsed time.
 //
 // Value grammar:
 //   "3.17"                     one factor for this worker

@@ -1,4 +1,4 @@
-// Which ranks synchronise gradients with which (ARCHITECTURE.md §5): the data-parallel groups
+// Which ranks synchronise gradients with which (docs/ARCHITECTURE.md §5): the data-parallel groups
 // the runtime creates sub-process-groups for, and the group the online tuner balances.
 //
 // From the worker plan (HETRUN_PLAN, a JSON file) when it lists ranks per stage:

@@ -1,5 +1,6 @@
 // The GPUs of this node: real (probed) or declared (HETRUN_FAKE_GPUS / --fake-gpus).
-// Every code path after inventory runs the same on fakes as on real GPUs (ARCHITECTURE.md §4.4).
+// Every code path after inventory runs the same on fakes as on real GPUs (docs/ARCHITECTURE.md
+// §4.4).
 #pragma once
 
 #include <cstdint>

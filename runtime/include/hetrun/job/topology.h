@@ -1,5 +1,5 @@
 // The job's shape, resolved from flags, HETRUN_* variables, and what Volcano, Kubeflow, MPI or
-// Slurm inject (ARCHITECTURE.md §4.1). A pure function of its inputs: no globals, no getenv.
+// Slurm inject (docs/ARCHITECTURE.md §4.1). A pure function of its inputs: no globals, no getenv.
 #pragma once
 
 #include <cstdint>

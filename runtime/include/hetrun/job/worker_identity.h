@@ -1,5 +1,5 @@
-// Who this worker is, read from its environment (ARCHITECTURE.md §4.2 and §4.1 level 3): what a
-// trainer needs to join the job's process group. Works under `hetrun run`, torchrun and mpirun.
+// Who this worker is, read from its environment (docs/ARCHITECTURE.md §4.2 and §4.1 level 3): what
+// a trainer needs to join the job's process group. Works under `hetrun run`, torchrun and mpirun.
 #pragma once
 
 #include <cstdint>

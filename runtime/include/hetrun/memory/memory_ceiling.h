@@ -1,5 +1,5 @@
-// The job-wide GPU memory ceiling (ARCHITECTURE.md §1, §4.2): one number of bytes that every rank
-// of the job stays under, taken from the smallest usable GPU of the whole job (the A100-safe
+// The job-wide GPU memory ceiling (docs/ARCHITECTURE.md §1, §4.2): one number of bytes that every
+// rank of the job stays under, taken from the smallest usable GPU of the whole job (the A100-safe
 // watermark), so a script tuned on an H100 does not run out of memory on an A100 at step 1000.
 //
 //   ceiling = min(min over every GPU of the job of usable_bytes, baseline usable_bytes) - reserve

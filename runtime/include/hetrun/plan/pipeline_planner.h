@@ -1,6 +1,6 @@
 // Stage planning for pipelines whose stages run on different GPU generations: the contiguous
 // layer split that minimises the slowest stage's time (exact dynamic programming), with each
-// stage's memory under its limit, and the 1F1B figures that follow (ARCHITECTURE.md §5).
+// stage's memory under its limit, and the 1F1B figures that follow (docs/ARCHITECTURE.md §5).
 #pragma once
 
 #include <cstdint>
@@ -71,7 +71,7 @@ struct PipelinePlan {
 Result<PipelinePlan> PlanPipeline(const ModelSpec& model, const ClusterSpec& cluster,
                                   std::optional<std::span<const int64_t>> compare = std::nullopt);
 
-/// The plan as the JSON of ARCHITECTURE.md §4.5 (stages, max_stage_time,
+/// The plan as the JSON of docs/ARCHITECTURE.md §4.5 (stages, max_stage_time,
 /// even_split_max_stage_time, plus iteration figures and the splits compared).
 std::string PlanJson(const PipelinePlan& plan, const ModelSpec& model);
 

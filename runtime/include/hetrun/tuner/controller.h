@@ -1,4 +1,4 @@
-// The online load-balancing controller (ARCHITECTURE.md §5), as runtime/torch uses it:
+// The online load-balancing controller (docs/ARCHITECTURE.md §5), as runtime/torch uses it:
 //
 //   Controller ctl = *Controller::Create(options, batch, rank, cap, initial_shares);
 //   each iteration:  train on ctl.local_share() samples; ctl.Record(samples, compute_ms);

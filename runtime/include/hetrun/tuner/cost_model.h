@@ -1,5 +1,6 @@
 // Per-rank cost model t(n) = a + c * n (milliseconds for n samples), fitted from measured
-// compute times. ARCHITECTURE.md §5: median per window, least squares with exponential forgetting.
+// compute times. docs/ARCHITECTURE.md §5: median per window, least squares with exponential
+// forgetting.
 #pragma once
 
 #include <cstdint>

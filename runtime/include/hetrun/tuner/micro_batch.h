@@ -1,5 +1,5 @@
 // Micro-batches per rank: the largest micro-batch that fits the rank's memory cap, and how many
-// of them make up its share (ARCHITECTURE.md §5).
+// of them make up its share (docs/ARCHITECTURE.md §5).
 #pragma once
 
 #include <cstdint>

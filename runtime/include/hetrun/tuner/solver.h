@@ -1,4 +1,4 @@
-// The load-balancing tuner's public contract (ARCHITECTURE.md §5). Pure C++, no libtorch:
+// The load-balancing tuner's public contract (docs/ARCHITECTURE.md §5). Pure C++, no libtorch:
 // runtime/torch feeds it measured times and exchanges RankFit records with an all-gather;
 // `hetrun simulate` drives the same code with simulated times.
 //

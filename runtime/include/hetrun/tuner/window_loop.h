@@ -1,5 +1,5 @@
-// The tuner's per-step loop without any framework (ARCHITECTURE.md §5): what a training loop does
-// with its measurements between two window boundaries, and what every rank does at a boundary.
+// The tuner's per-step loop without any framework (docs/ARCHITECTURE.md §5): what a training loop
+// does with its measurements between two window boundaries, and what every rank does at a boundary.
 // runtime/torch's TunerLoop is a thin adapter over it (step timer + all-gather over the process
 // group); a Python binding drives the same class with torch.distributed.
 //

@@ -1,4 +1,4 @@
-// Exact gradients when ranks hold unequal shares of the batch (ARCHITECTURE.md §5): every rank
+// Exact gradients when ranks hold unequal shares of the batch (docs/ARCHITECTURE.md §5): every rank
 // backpropagates the SUM of its per-sample losses scaled by 1/B (B = the group's global batch),
 // and the gradients are all-reduced with SUM. The result equals the gradient one process would
 // compute on the whole batch with a mean loss, for any split (including a share of 0).

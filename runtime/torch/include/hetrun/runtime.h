@@ -1,5 +1,5 @@
-// The runtime a C++ libtorch trainer links (ARCHITECTURE.md §2.5): who this worker is, the job's
-// c10d process groups (NCCL on GPU, Gloo on CPU), the allocator memory cap and the heartbeat.
+// The runtime a C++ libtorch trainer links (docs/ARCHITECTURE.md §2.5): who this worker is, the
+// job's c10d process groups (NCCL on GPU, Gloo on CPU), the allocator memory cap and the heartbeat.
 //
 //   hetrun::Environment env = hetrun::Environment::FromProcess();
 //   auto rt = hetrun::Runtime::FromEnv(env);            // joins the job's TCPStore

@@ -1,5 +1,5 @@
-// Compute-time measurement for the tuner (ARCHITECTURE.md §5). A step's compute region is what a
-// rank spends on its own samples (forward + backward, possibly several micro-batches); data
+// Compute-time measurement for the tuner (docs/ARCHITECTURE.md §5). A step's compute region is what
+// a rank spends on its own samples (forward + backward, possibly several micro-batches); data
 // loading and the wait for the gradient all-reduce are outside it.
 //
 // GPU: CUDA events on the current stream; nothing synchronises the host inside the step.

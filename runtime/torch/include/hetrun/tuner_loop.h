@@ -1,5 +1,5 @@
-// The tuner in the training loop (ARCHITECTURE.md §5), for libtorch trainers: a thin adapter over
-// the framework-free tuner::WindowLoop (hetrun/tuner/window_loop.h, which holds the windows,
+// The tuner in the training loop (docs/ARCHITECTURE.md §5), for libtorch trainers: a thin adapter
+// over the framework-free tuner::WindowLoop (hetrun/tuner/window_loop.h, which holds the windows,
 // warm-up, min_share, the record exchange and the report). This file adds what needs libtorch:
 // the step timer's measurements, the heartbeat, and the all-gather over the data-parallel group.
 //
