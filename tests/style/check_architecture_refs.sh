@@ -11,8 +11,13 @@ if [[ ! -f $doc ]]; then
   exit 1
 fi
 sections=$(sed -nE 's/^#{2,4} ([0-9]+(\.[0-9]+)*)\.? .*/\1/p' "$doc")
-refs=$(git ls-files -co --exclude-standard 2>/dev/null | grep -vxF "$doc" |
-  xargs -r grep -noE '(\.\./shared/|docs/)?ARCHITECTURE\.md( §[0-9]+(\.[0-9]+)*([,;]? (and )?§[0-9]+(\.[0-9]+)*)*)?' ||
+# The tree's files: git's list in a checkout, else every file outside build folders.
+if ! files=$(git ls-files -co --exclude-standard 2>/dev/null); then
+  files=$(find . -type f -not -path './.git/*' -not -path './build*' -not -path './.venv/*' |
+    sed 's|^\./||')
+fi
+refs=$(grep -vxF "$doc" <<<"$files" | tr '\n' '\0' |
+  xargs -0 -r grep -noE '(\.\./shared/|docs/)?ARCHITECTURE\.md( §[0-9]+(\.[0-9]+)*([,;]? (and )?§[0-9]+(\.[0-9]+)*)*)?' ||
   true)
 bad=0
 checked=0
