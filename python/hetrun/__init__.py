@@ -1,0 +1,26 @@
+"""hetrun for PyTorch trainers in Python: the job contract, load balancing with exact gradients.
+
+    job = hetrun.init()                       # the worker environment, as the C++ runtime reads it
+    dist.init_process_group("gloo")           # the user's own call
+    model = DistributedDataParallel(net)
+    tuner = hetrun.Tuner(global_batch=192, window=10, model=model)
+    for step in range(steps):
+        lo, n = tuner.offset, tuner.share     # this rank's slice of this step's global batch
+        with tuner.step():                    # times this rank's compute (up to its last bucket)
+            tuner.loss(per_sample_losses_of(x[lo:lo + n])).backward()
+        opt.step(); opt.zero_grad()
+
+The native part (hetrun._core) is a binding over hetrun's torch-free C++ core: the same worker
+environment reader, windows, warm-up, cost model, speed-change detection and solver as the C++
+runtime and `hetrun simulate`. It does not link libtorch; the torch side is plain Python over
+torch.distributed, so it works with the torch of the user's image (see README "Python trainers").
+FSDP is out of scope: its forward all-gathers put other ranks' waiting inside any timed region.
+"""
+
+from hetrun._core import __version__
+from hetrun._job import Job, beat, init
+from hetrun._report import WindowReport
+from hetrun._sampler import ShareBatchSampler
+from hetrun._tuner import Tuner
+
+__all__ = ["Job", "ShareBatchSampler", "Tuner", "WindowReport", "beat", "init", "__version__"]
