@@ -19,8 +19,19 @@ FSDP is out of scope: its forward all-gathers put other ranks' waiting inside an
 
 from hetrun._core import __version__
 from hetrun._job import Job, beat, init
-from hetrun._report import WindowReport
-from hetrun._sampler import ShareBatchSampler
-from hetrun._tuner import Tuner
 
 __all__ = ["Job", "ShareBatchSampler", "Tuner", "WindowReport", "beat", "init", "__version__"]
+
+# The torch side loads on first use: `import hetrun` and hetrun.beat() do not import torch.
+_LAZY = {"Tuner": "hetrun._tuner", "ShareBatchSampler": "hetrun._sampler",
+         "WindowReport": "hetrun._report"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hetrun' has no attribute {name!r}")

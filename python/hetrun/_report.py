@@ -11,8 +11,8 @@ from hetrun import _core
 @dataclasses.dataclass(frozen=True)
 class WindowReport:
     window: int  #: 1-based window number
-    shares: List[int]  #: the split during the window (group order)
-    shares_next: List[int]  #: the split decided at its end
+    shares: List[int]  #: the split in force at the window's last step (group order)
+    shares_next: List[int]  #: the split decided at its end (from applies_from_step on)
     applies_from_step: int  #: first step trained with shares_next (later when a loader prefetched)
     compute_ms: List[float]  #: per rank: median compute time per step (up to its last bucket)
     step_ms: List[float]  #: per rank: mean wall time per step
@@ -24,7 +24,7 @@ class WindowReport:
     samples_per_s: float  #: global batch / the slowest rank's mean step time
     overhead_ms: float  #: the tuner's cost to the job this window (see window_loop.h)
     tuner_overhead: float  #: overhead_ms as a fraction of the window's wall time
-    changed: bool  #: whether the split changes
+    changed: bool  #: whether this window's decision moved the split
 
 
 def optimal_compute_ms(ranks: list, batch: int, min_share: int) -> Optional[float]:
@@ -37,7 +37,8 @@ def optimal_compute_ms(ranks: list, batch: int, min_share: int) -> Optional[floa
     return max(r["a_ms"] + r["c_ms"] * n for r, n in zip(ranks, shares))
 
 
-def build_report(raw: dict, batch: int, min_share: int, applies_from: int) -> WindowReport:
+def build_report(raw: dict, batch: int, min_share: int, shares: list,
+                 applies_from: int) -> WindowReport:
     ranks = raw["ranks"]
     compute = [r["compute_ms"] for r in ranks]
     step = [r["step_ms"] for r in ranks]
@@ -50,7 +51,7 @@ def build_report(raw: dict, batch: int, min_share: int, applies_from: int) -> Wi
     step_max = max(step) if step else 0.0
     return WindowReport(
         window=raw["window"],
-        shares=list(raw["shares_used"]),
+        shares=list(shares),
         shares_next=list(raw["shares_next"]),
         applies_from_step=applies_from,
         compute_ms=compute,

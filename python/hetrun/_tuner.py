@@ -293,7 +293,8 @@ class Tuner:
         raw = [gathered[r * stride:(r + 1) * stride] for r in range(self._size)]
         first_step = max(struct.unpack("<q", r[width:])[0] for r in raw)
         report = self._loop.apply_gathered(b"".join(r[:width] for r in raw))
-        self._report = build_report(report, self.global_batch, self.min_share, first_step)
+        self._report = build_report(report, self.global_batch, self.min_share, self._shares,
+                                    first_step)
         self.reports.append(self._report)
         latest = self._schedule[-1][1] if self._schedule else self._shares
         if list(report["shares_next"]) != list(latest):

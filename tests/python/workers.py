@@ -103,11 +103,11 @@ def convergence(out: pathlib.Path) -> None:
     job = hetrun.init()
     dist.init_process_group("gloo")
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(48, 48), torch.nn.Tanh(), torch.nn.Linear(48, 1))
+    net = torch.nn.Sequential(torch.nn.Linear(96, 96), torch.nn.Tanh(), torch.nn.Linear(96, 1))
     model = DistributedDataParallel(net)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     tuner = hetrun.Tuner(48, window=4, model=model, warmup=1)
-    x = torch.randn(48, 32, 48)
+    x = torch.randn(48, 64, 96)  # ~0.5 ms of compute per sample on one thread
     shares_seen = []
     for _ in range(1 + 4 * 7):
         lo, n = tuner.offset, tuner.share
