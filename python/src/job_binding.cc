@@ -25,8 +25,7 @@ py::dict ReadJob() {
   const Environment env = Environment::FromProcess();
   const WorkerIdentity id = ValueOrThrow(ReadWorkerIdentity(env));
   const GroupLayout layout = ValueOrThrow(ReadGroupLayout(env, id.world_size));
-  const std::optional<uint64_t> ceiling =
-      ValueOrThrow(env.GetBytes("HETRUN_MEMORY_CEILING_BYTES"));
+  const std::optional<uint64_t> ceiling = ValueOrThrow(env.GetBytes("HETRUN_MEMORY_CEILING_BYTES"));
   const double slowdown = ValueOrThrow(EmulatedSlowdownFromEnv(env));
   const int stage = layout.StageOf(id.rank);
 

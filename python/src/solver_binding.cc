@@ -17,7 +17,8 @@ namespace hetrun::python {
 namespace {
 
 // fits: one (a_ms, c_ms, cap) per rank.
-std::vector<int64_t> Solve(int64_t batch, const std::vector<std::tuple<double, double, int64_t>>& fits) {
+std::vector<int64_t> Solve(int64_t batch,
+                           const std::vector<std::tuple<double, double, int64_t>>& fits) {
   std::vector<tuner::RankFit> ranks;
   ranks.reserve(fits.size());
   for (const auto& [a, c, cap] : fits) ranks.push_back(tuner::RankFit{a, c, cap, 0});

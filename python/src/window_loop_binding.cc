@@ -70,22 +70,38 @@ WindowLoopOptions OptionsFrom(int64_t batch, const py::kwargs& kwargs) {
   tuner::CostModelOptions& m = c.cost_model;
   for (const auto& [key_handle, value] : kwargs) {
     const std::string key = py::cast<std::string>(key_handle);
-    if (key == "window") c.window = value.cast<int64_t>();
-    else if (key == "warmup") o.warmup = value.cast<int64_t>();
-    else if (key == "min_share") o.min_share = value.cast<int64_t>();
-    else if (key == "cap") o.cap = value.cast<int64_t>();
-    else if (key == "max_micro_batch") o.max_micro_batch = value.cast<int64_t>();
-    else if (key == "tune") o.tune = value.cast<bool>();
-    else if (key == "initial") o.initial = value.cast<std::vector<int64_t>>();
-    else if (key == "dead_band") c.dead_band = value.cast<double>();
-    else if (key == "min_gain") c.min_gain = value.cast<double>();
-    else if (key == "max_step") c.max_step = value.cast<double>();
-    else if (key == "forgetting") m.forgetting = value.cast<double>();
-    else if (key == "max_points") m.max_points = value.cast<int>();
-    else if (key == "min_relative_spread") m.min_relative_spread = value.cast<double>();
-    else if (key == "change_sigmas") m.change_sigmas = value.cast<double>();
-    else if (key == "change_floor") m.change_floor = value.cast<double>();
-    else throw py::value_error("WindowLoop: unknown option '" + key + "'");
+    if (key == "window")
+      c.window = value.cast<int64_t>();
+    else if (key == "warmup")
+      o.warmup = value.cast<int64_t>();
+    else if (key == "min_share")
+      o.min_share = value.cast<int64_t>();
+    else if (key == "cap")
+      o.cap = value.cast<int64_t>();
+    else if (key == "max_micro_batch")
+      o.max_micro_batch = value.cast<int64_t>();
+    else if (key == "tune")
+      o.tune = value.cast<bool>();
+    else if (key == "initial")
+      o.initial = value.cast<std::vector<int64_t>>();
+    else if (key == "dead_band")
+      c.dead_band = value.cast<double>();
+    else if (key == "min_gain")
+      c.min_gain = value.cast<double>();
+    else if (key == "max_step")
+      c.max_step = value.cast<double>();
+    else if (key == "forgetting")
+      m.forgetting = value.cast<double>();
+    else if (key == "max_points")
+      m.max_points = value.cast<int>();
+    else if (key == "min_relative_spread")
+      m.min_relative_spread = value.cast<double>();
+    else if (key == "change_sigmas")
+      m.change_sigmas = value.cast<double>();
+    else if (key == "change_floor")
+      m.change_floor = value.cast<double>();
+    else
+      throw py::value_error("WindowLoop: unknown option '" + key + "'");
   }
   ThrowIfError(tuner::ValidateControllerOptions(c));
   return o;
