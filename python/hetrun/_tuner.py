@@ -55,8 +55,10 @@ class Tuner:
     reduction: "mean" (DDP's mean all-reduce; loss factor group_size / B) or "sum" (the user's
       own SUM all-reduce; loss factor 1 / B). tune=False keeps the initial split (a baseline).
     shares: the initial split (default as even as possible).
-    Other keywords go to the controller: dead_band, min_gain, max_step, forgetting, max_points,
-    min_relative_spread, change_sigmas, change_floor (hetrun/tuner/controller.h).
+    Other keywords go to the controller and cost model by their C++ names: dead_band,
+    noise_sigmas, min_gain, max_step, max_relative_step, forgetting, max_points,
+    min_relative_spread, change_sigmas, change_floor, local_width, min_slope_fraction,
+    slope_sigmas (hetrun/tuner/controller.h, cost_model.h).
     """
 
     def __init__(self, global_batch: int, window: int = 10, model=None, *, warmup: int = 2,

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@ py::dict RankWindowDict(const RankWindow& r) {
   d["c_ms"] = r.fit.c_ms;
   d["cap"] = r.fit.cap;
   d["n"] = r.fit.n;
+  d["sigma_ms"] = r.fit.sigma_ms;
   d["compute_ms"] = r.compute_ms;
   d["step_ms"] = r.step_ms;
   d["wait_ms"] = r.wait_ms;
@@ -63,45 +65,44 @@ py::dict ReportDict(const tuner::WindowReport& report) {
 }
 
 // kwargs of the Python constructor -> options; unknown keys are a ValueError naming them.
+// Each option is a reference into the options struct: one table, no per-key branches.
 WindowLoopOptions OptionsFrom(int64_t batch, const py::kwargs& kwargs) {
   WindowLoopOptions o;
   o.batch = batch;
   tuner::ControllerOptions& c = o.controller;
   tuner::CostModelOptions& m = c.cost_model;
+  const std::map<std::string, int64_t*> ints = {{"window", &c.window},
+                                                {"warmup", &o.warmup},
+                                                {"min_share", &o.min_share},
+                                                {"cap", &o.cap},
+                                                {"max_micro_batch", &o.max_micro_batch}};
+  const std::map<std::string, double*> doubles = {{"dead_band", &c.dead_band},
+                                                  {"noise_sigmas", &c.noise_sigmas},
+                                                  {"min_gain", &c.min_gain},
+                                                  {"max_step", &c.max_step},
+                                                  {"max_relative_step", &c.max_relative_step},
+                                                  {"forgetting", &m.forgetting},
+                                                  {"min_relative_spread", &m.min_relative_spread},
+                                                  {"change_sigmas", &m.change_sigmas},
+                                                  {"change_floor", &m.change_floor},
+                                                  {"local_width", &m.local_width},
+                                                  {"min_slope_fraction", &m.min_slope_fraction},
+                                                  {"slope_sigmas", &m.slope_sigmas}};
   for (const auto& [key_handle, value] : kwargs) {
     const std::string key = py::cast<std::string>(key_handle);
-    if (key == "window")
-      c.window = value.cast<int64_t>();
-    else if (key == "warmup")
-      o.warmup = value.cast<int64_t>();
-    else if (key == "min_share")
-      o.min_share = value.cast<int64_t>();
-    else if (key == "cap")
-      o.cap = value.cast<int64_t>();
-    else if (key == "max_micro_batch")
-      o.max_micro_batch = value.cast<int64_t>();
-    else if (key == "tune")
-      o.tune = value.cast<bool>();
-    else if (key == "initial")
-      o.initial = value.cast<std::vector<int64_t>>();
-    else if (key == "dead_band")
-      c.dead_band = value.cast<double>();
-    else if (key == "min_gain")
-      c.min_gain = value.cast<double>();
-    else if (key == "max_step")
-      c.max_step = value.cast<double>();
-    else if (key == "forgetting")
-      m.forgetting = value.cast<double>();
-    else if (key == "max_points")
+    if (auto i = ints.find(key); i != ints.end()) {
+      *i->second = value.cast<int64_t>();
+    } else if (auto d = doubles.find(key); d != doubles.end()) {
+      *d->second = value.cast<double>();
+    } else if (key == "max_points") {
       m.max_points = value.cast<int>();
-    else if (key == "min_relative_spread")
-      m.min_relative_spread = value.cast<double>();
-    else if (key == "change_sigmas")
-      m.change_sigmas = value.cast<double>();
-    else if (key == "change_floor")
-      m.change_floor = value.cast<double>();
-    else
+    } else if (key == "tune") {
+      o.tune = value.cast<bool>();
+    } else if (key == "initial") {
+      o.initial = value.cast<std::vector<int64_t>>();
+    } else {
       throw py::value_error("WindowLoop: unknown option '" + key + "'");
+    }
   }
   ThrowIfError(tuner::ValidateControllerOptions(c));
   return o;
@@ -140,8 +141,8 @@ void BindWindowLoop(py::module_& m) {
            }),
            py::arg("batch"), py::arg("rank"), py::arg("ranks"),
            "Options as keywords: window, warmup, min_share, cap, max_micro_batch, tune, initial, "
-           "dead_band, min_gain, max_step, forgetting, max_points, min_relative_spread, "
-           "change_sigmas, change_floor (see hetrun/tuner/window_loop.h).")
+           "and the controller's and cost model's fields by name (hetrun/tuner/controller.h, "
+           "cost_model.h).")
       .def_property_readonly("local_share", &WindowLoop::local_share)
       .def_property_readonly("shares", &WindowLoop::shares)
       .def_property_readonly("rank", &WindowLoop::rank)

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from conftest import free_port
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HETRUN = str(pathlib.Path(os.environ.get("HETRUN_BIN", ROOT / "build" / "bin" / "hetrun")).resolve())
 
@@ -17,8 +19,9 @@ def hetrun_run(args, tmp_path, nproc=2, extra_env=None):
     assert os.access(HETRUN, os.X_OK), f"no hetrun binary at {HETRUN} (set HETRUN_BIN)"
     env = {k: v for k, v in os.environ.items() if not k.startswith("HETRUN_")}
     env.update(OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", **(extra_env or {}))
-    proc = subprocess.run([HETRUN, "run", "--nproc-per-node", str(nproc), "--", sys.executable,
-                           *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+    # A free port for the job's store: 29500 (the default) may be taken on a shared machine.
+    proc = subprocess.run([HETRUN, "run", "--nproc-per-node", str(nproc), "--master-port",
+                           str(free_port()), "--", sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout + proc.stderr
