@@ -1,7 +1,8 @@
-// hetrun_trainer: heterogeneous data-parallel training of a tiny GPT with the hetrun runtime.
+// hetrun_trainer: heterogeneous data-parallel training of a tiny GPT with the hetrun runtime,
+// written to be copied: options, setup, the training loop and the report, top to bottom.
 // Each rank's share of the global batch comes from the tuner (tuner_loop.h); gradients are exact
-// for any split (exact_gradients.h). Rank 0 logs one line per window and, with --summary FILE,
-// writes key=value figures for scripts/demo.
+// for any split (exact_gradients.h). Rank 0 logs one line per window (with the efficiency against
+// the ideal split) and, with --summary FILE, writes key=value figures for scripts/demo.
 //
 //   hetrun_trainer [--steps N] [--window W] [--warmup N] [--batch B] [--micro-batch M]
 //                  [--min-share N] [--dead-band X] [--min-spread X] [--forgetting X]
@@ -19,6 +20,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -29,21 +31,17 @@
 
 namespace {
 
+// ---- Options -----------------------------------------------------------------------------
+
 struct Flags {
   int64_t steps = 82;
   int64_t window = 10;
   int64_t warmup = 2;  // steps before the first window: lazy init and allocator growth
   int64_t batch = 192;
   int64_t micro_batch = 32;
-  int64_t min_share = 1;    // every rank keeps computing, so every rank keeps measuring
-  double dead_band = 0.03;  // of the predicted step: below ~3x the noise of a window median here
-  double min_spread = 0.3;  // see CostModelOptions::min_relative_spread
-  double forgetting = 0.9;  // see CostModelOptions::forgetting
-  // Smallest relative miss taken as a change of speed (CostModelOptions::change_floor). High
-  // here: speeds do not jump on this machine, and the model's change test also fires when a
-  // least-squares line is extrapolated to a new sample count and misses, which then rescales a
-  // noisy line through one point (seen in this demo: a slow rank handed 11 of 96 samples).
-  double change_floor = 0.5;
+  int64_t min_share = 1;  // every rank keeps computing, so every rank keeps measuring
+  // The tuner's own defaults (validated by `hetrun simulate`); the flags only override them.
+  hetrun::tuner::ControllerOptions controller;
   bool tune = true;
   double lr = 3e-3;
   TinyGptConfig model;
@@ -79,13 +77,14 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
     } else if (arg == "--min-share") {
       ok = value(&flags->min_share, 0);
     } else if (arg == "--dead-band") {
-      ok = fraction(&flags->dead_band);
+      ok = fraction(&flags->controller.dead_band);
     } else if (arg == "--min-spread") {
-      ok = fraction(&flags->min_spread);
+      ok = fraction(&flags->controller.cost_model.min_relative_spread);
     } else if (arg == "--change-floor") {
-      ok = fraction(&flags->change_floor);
+      ok = fraction(&flags->controller.cost_model.change_floor);
     } else if (arg == "--forgetting") {
-      ok = fraction(&flags->forgetting) && flags->forgetting > 0;
+      ok = fraction(&flags->controller.cost_model.forgetting) &&
+           flags->controller.cost_model.forgetting > 0;
     } else if (arg == "--seq") {
       ok = value(&flags->model.seq);
     } else if (arg == "--dim") {
@@ -110,6 +109,11 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
       return false;
     }
   }
+  if (flags->model.dim % flags->model.heads != 0) {
+    *error = "--dim " + std::to_string(flags->model.dim) + " is not a multiple of the " +
+             std::to_string(flags->model.heads) + " heads";
+    return false;
+  }
   return true;
 }
 
@@ -123,191 +127,206 @@ double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-}  // namespace
+// ---- Setup -------------------------------------------------------------------------------
 
-int main(int argc, char** argv) {
-  Flags flags;
-  std::string error;
-  if (!ParseFlags(argc, argv, &flags, &error)) {
-    std::fprintf(stderr, "hetrun_trainer: %s\n", error.c_str());
-    return 64;
-  }
-  if (flags.model.dim % flags.model.heads != 0) {
-    std::fprintf(stderr, "hetrun_trainer: --dim %lld is not a multiple of the %lld heads\n",
-                 static_cast<long long>(flags.model.dim),
-                 static_cast<long long>(flags.model.heads));
-    return 64;
-  }
-  torch::set_num_threads(1);  // 1 intra-op thread per worker: many workers share few cores
-  hetrun::Environment env = hetrun::Environment::FromProcess();
-  auto runtime_or = hetrun::Runtime::FromEnv(env);
-  if (!runtime_or.ok()) {
-    std::fprintf(stderr, "hetrun_trainer: %s\n", runtime_or.status().ToString().c_str());
-    return 78;
-  }
-  hetrun::Runtime& rt = **runtime_or;
-  if (hetrun::Status s = rt.ApplyMemoryCeiling(env); !s.ok()) {
-    std::fprintf(stderr, "hetrun_trainer: %s\n", s.ToString().c_str());
-    return 81;
-  }
+// What one rank trains with.
+struct Trainer {
+  hetrun::Runtime& rt;
+  TinyGpt model;
+  torch::optim::AdamW optimizer;
+  hetrun::TunerLoop loop;
+  hetrun::StepTimer timer;
+  std::vector<torch::Tensor> params;
+};
 
+TinyGpt MakeModel(const Flags& flags, const torch::Device& device) {
   torch::manual_seed(1234);  // identical initial weights on every rank
-  const TinyGptConfig& config = flags.model;
-  TinyGpt model(config);
-  model->to(rt.device());
-  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(flags.lr));
+  TinyGpt model(flags.model);
+  model->to(device);
+  return model;
+}
 
+hetrun::TunerLoopOptions TuningOptions(const Flags& flags) {
   hetrun::TunerLoopOptions tuning;
+  tuning.controller = flags.controller;
   tuning.controller.window = flags.window;
-  tuning.controller.dead_band = flags.dead_band;
-  tuning.controller.cost_model.min_relative_spread = flags.min_spread;
-  tuning.controller.cost_model.forgetting = flags.forgetting;
-  tuning.controller.cost_model.change_floor = flags.change_floor;
   tuning.batch = flags.batch;
   tuning.max_micro_batch = flags.micro_batch;
   tuning.tune = flags.tune;
   tuning.warmup = flags.warmup;
   tuning.min_share = flags.min_share;
-  auto loop_or = hetrun::TunerLoop::Create(rt, tuning);
-  if (!loop_or.ok()) {
-    std::fprintf(stderr, "hetrun_trainer: %s\n", loop_or.status().ToString().c_str());
-    return 64;
-  }
-  hetrun::TunerLoop& loop = *loop_or;
-  hetrun::StepTimer timer(rt.device(), rt.emulated_slowdown());
-  const bool leader = rt.rank() == 0;
-  std::vector<torch::Tensor> params = model->parameters();
-  if (leader) {
-    int64_t count = 0;
-    for (const torch::Tensor& p : params) count += p.numel();
-    std::printf(
-        "trainer: %d ranks, batch %lld, window %lld after %lld warm-up steps, %s; model %lld "
-        "parameters, seq %lld\n",
-        rt.world_size(), static_cast<long long>(flags.batch), static_cast<long long>(flags.window),
-        static_cast<long long>(flags.warmup),
-        flags.tune ? "tuner on" : "uniform shares (--no-tune)", static_cast<long long>(count),
-        static_cast<long long>(config.seq));
-    std::fflush(stdout);
-  }
+  return tuning;
+}
 
-  // Figures of the second half of the windows (the tuner has settled there), for --summary.
-  double first_loss = -1, last_loss = 0;
-  double idle_sum = 0, rate_sum = 0, overhead_sum = 0;
-  int64_t tail_windows = 0, all_windows = 0;
-  const int64_t windows = (flags.steps - flags.warmup) / flags.window;
-  // The loss stays on the device until the window closes: no host sync per step.
-  // So do the per-step barrier idle fractions (see below).
-  const auto on_device = torch::TensorOptions(rt.device());
-  torch::Tensor loss_acc = torch::zeros({1}, on_device);
-  torch::Tensor idle_acc = torch::zeros({1}, on_device);
-  int64_t loss_steps = 0;
-  const int64_t group_size = static_cast<int64_t>(rt.data_parallel_ranks().size());
-  for (int64_t step = 0; step < flags.steps; ++step) {
-    auto step_start = std::chrono::steady_clock::now();
-    const int64_t share = loop.local_share();
-    int64_t offset = 0;
-    const std::vector<int64_t>& shares = loop.shares();
-    for (int r = 0; r < rt.data_parallel_rank(); ++r) offset += shares[static_cast<size_t>(r)];
-    timer.StartStep(share);
-    // Data loading is outside the compute region.
-    auto [tokens, targets] = SyntheticSamples(config, step, offset, share);
-    tokens = tokens.to(rt.device());
-    targets = targets.to(rt.device());
-    optimizer.zero_grad();
-    torch::Tensor loss_sum = torch::zeros({1}, torch::TensorOptions(rt.device()));
-    if (share > 0) {
-      const int64_t micro = loop.local_micro_batches().balanced;
-      timer.StartCompute();
-      for (int64_t first = 0; first < share; first += micro) {
-        int64_t n = std::min(micro, share - first);
-        torch::Tensor per_sample =
-            model->PerSampleLoss(tokens.narrow(0, first, n), targets.narrow(0, first, n));
-        torch::Tensor loss = hetrun::GlobalBatchLoss(per_sample, flags.batch);
-        loss.backward();
-        loss_sum += loss.detach();
-      }
-      timer.StopCompute();
+void PrintBanner(const Trainer& t, const Flags& flags) {
+  int64_t count = 0;
+  for (const torch::Tensor& p : t.params) count += p.numel();
+  std::printf(
+      "trainer: %d ranks, batch %lld, window %lld after %lld warm-up steps, %s; model %lld "
+      "parameters, seq %lld\n",
+      t.rt.world_size(), static_cast<long long>(flags.batch), static_cast<long long>(flags.window),
+      static_cast<long long>(flags.warmup), flags.tune ? "tuner on" : "uniform shares (--no-tune)",
+      static_cast<long long>(count), static_cast<long long>(flags.model.seq));
+  std::fflush(stdout);
+}
+
+// ---- The training loop ----------------------------------------------------------------------
+
+// Per-step figures that stay on the device until the window closes: no host sync per step.
+struct DeviceSums {
+  torch::Tensor loss;  // sum of the steps' global-batch losses
+  torch::Tensor idle;  // sum of the steps' barrier idle fractions
+  int64_t steps = 0;
+};
+
+// One step: this rank's share forward + backward (timed), then the exact gradient all-reduce,
+// which also carries the loss and every rank's arrival time. Returns {step ms, wait ms}.
+hetrun::Result<std::pair<double, double>> TrainStep(Trainer& t, const Flags& flags, int64_t step,
+                                                    DeviceSums& sums) {
+  const auto step_start = std::chrono::steady_clock::now();
+  const int64_t share = t.loop.local_share();
+  const std::vector<int64_t>& shares = t.loop.shares();
+  int64_t offset = 0;
+  for (int r = 0; r < t.rt.data_parallel_rank(); ++r) offset += shares[static_cast<size_t>(r)];
+  const auto on_device = torch::TensorOptions(t.rt.device());
+  t.timer.StartStep(share);
+  // Data loading is outside the compute region.
+  auto [tokens, targets] = SyntheticSamples(flags.model, step, offset, share);
+  tokens = tokens.to(t.rt.device());
+  targets = targets.to(t.rt.device());
+  t.optimizer.zero_grad();
+  torch::Tensor loss_sum = torch::zeros({1}, on_device);
+  if (share > 0) {
+    const int64_t micro = t.loop.local_micro_batches().balanced;
+    t.timer.StartCompute();
+    for (int64_t first = 0; first < share; first += micro) {
+      int64_t n = std::min(micro, share - first);
+      torch::Tensor per_sample =
+          t.model->PerSampleLoss(tokens.narrow(0, first, n), targets.narrow(0, first, n));
+      torch::Tensor loss = hetrun::GlobalBatchLoss(per_sample, flags.batch);
+      loss.backward();
+      loss_sum += loss.detach();
     }
-    // The wait: from arriving at the all-reduce until every rank's gradients are summed.
-    auto wait_start = std::chrono::steady_clock::now();
-    // The all-reduce also carries the loss and every rank's arrival time t_r (ms since its step
-    // began): slot r holds rank r's, the others 0, so the SUM hands every rank every arrival
-    // exactly. No extra collective, no host sync.
-    torch::Tensor extras = torch::zeros({1 + group_size}, on_device);
-    extras.narrow(0, 0, 1).copy_(loss_sum);
-    extras[1 + rt.data_parallel_rank()].fill_(Ms(wait_start - step_start));
-    if (hetrun::Status s = hetrun::AllReduceGradients(rt.data_parallel_group(), params, &extras);
-        !s.ok()) {
-      std::fprintf(stderr, "hetrun_trainer: %s\n", s.ToString().c_str());
-      return 75;
-    }
-    double wait_ms = Ms(std::chrono::steady_clock::now() - wait_start);
-    optimizer.step();
-    if (step >= flags.warmup) {
-      // Barrier idle fraction of the step: sum_r (max_t - t_r) / (R max_t), t_r = arrivals.
-      torch::Tensor arrivals = extras.narrow(0, 1, group_size);
-      torch::Tensor slowest = arrivals.max();
-      idle_acc += (slowest - arrivals).sum() / (slowest * static_cast<double>(group_size));
-      loss_acc += extras.narrow(0, 0, 1);
-      ++loss_steps;
-    }
-    double step_ms = Ms(std::chrono::steady_clock::now() - step_start);
-    auto report = loop.EndIteration(timer.FinishStep(), step_ms, wait_ms);
-    if (!report.ok()) {
-      std::fprintf(stderr, "hetrun_trainer: %s\n", report.status().ToString().c_str());
-      return 75;
-    }
-    if (!report->has_value()) continue;
-    const hetrun::WindowReport& w = **report;
-    double step_max = 0;
-    std::string computes, waits;
-    for (size_t r = 0; r < w.ranks.size(); ++r) {
-      step_max = std::max(step_max, w.ranks[r].step_ms);
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%s%.0f", r ? "," : "", w.ranks[r].compute_ms);
-      computes += buf;
-      std::snprintf(buf, sizeof buf, "%s%.0f", r ? "," : "", w.ranks[r].wait_ms);
-      waits += buf;
-    }
-    double rate = step_max > 0 ? 1000.0 * static_cast<double>(flags.batch) / step_max : 0;
-    // Tuner overhead: its cost per window over the window's time (= per step over the step);
-    // the boundary part is the previous window's, so the first window has none to report.
-    double overhead = w.overhead_ms / (w.ranks[0].window_ms + w.overhead_ms);
-    const double steps_in_window = static_cast<double>(std::max<int64_t>(loss_steps, 1));
-    last_loss = loss_acc.item<double>() / steps_in_window;
-    const double idle = idle_acc.item<double>() / steps_in_window;
-    if (first_loss < 0) first_loss = last_loss;
-    loss_acc.zero_();
-    idle_acc.zero_();
-    loss_steps = 0;
-    ++all_windows;
-    if (w.window > windows / 2) {
-      idle_sum += idle;
-      rate_sum += rate;
-      ++tail_windows;
-    }
-    if (w.window > 1) overhead_sum += overhead;
-    if (leader) {
-      std::printf(
-          "window %2lld  shares %-20s  compute ms %-26s  wait ms %-22s  step %5.0f ms  idle "
-          "%5.1f%%  %5.1f samples/s  loss %.3f  tuner %.2f ms (%.3f%%)%s\n",
-          static_cast<long long>(w.window), Join(w.shares_used).c_str(), computes.c_str(),
-          waits.c_str(), step_max, 100 * idle, rate, last_loss, w.overhead_ms, 100 * overhead,
-          w.shares_next != w.shares_used ? ("  -> " + Join(w.shares_next)).c_str() : "");
-      std::fflush(stdout);
-    }
+    t.timer.StopCompute();
   }
-  if (leader && !flags.summary.empty()) {
-    std::ofstream out(flags.summary);
-    double n = tail_windows > 0 ? static_cast<double>(tail_windows) : 1;
-    out << "samples_per_s=" << rate_sum / n << "\nidle_fraction=" << idle_sum / n
-        << "\nloss_first=" << first_loss << "\nloss_last=" << last_loss << "\ntuner_overhead="
-        << (all_windows > 1 ? overhead_sum / static_cast<double>(all_windows - 1) : 0)
-        << "\nshares_final=" << Join(loop.shares()) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "hetrun_trainer: cannot write --summary %s\n", flags.summary.c_str());
-      return 78;
-    }
+  // The wait: from arriving at the all-reduce until every rank's gradients are summed. Slot r of
+  // `extras` holds rank r's arrival (ms since its step began), the others 0, so the SUM hands
+  // every rank every arrival exactly: no extra collective, no host sync.
+  const auto wait_start = std::chrono::steady_clock::now();
+  const auto group = static_cast<int64_t>(t.rt.data_parallel_ranks().size());
+  torch::Tensor extras = torch::zeros({1 + group}, on_device);
+  extras.narrow(0, 0, 1).copy_(loss_sum);
+  extras[1 + t.rt.data_parallel_rank()].fill_(Ms(wait_start - step_start));
+  HETRUN_RETURN_IF_ERROR(hetrun::AllReduceGradients(t.rt.data_parallel_group(), t.params, &extras));
+  const double wait_ms = Ms(std::chrono::steady_clock::now() - wait_start);
+  t.optimizer.step();
+  if (step >= flags.warmup) {
+    // Barrier idle fraction of the step: sum_r (max_t - t_r) / (R max_t), t_r = arrivals.
+    torch::Tensor arrivals = extras.narrow(0, 1, group);
+    torch::Tensor slowest = arrivals.max();
+    sums.idle += (slowest - arrivals).sum() / (slowest * static_cast<double>(group));
+    sums.loss += extras.narrow(0, 0, 1);
+    ++sums.steps;
+  }
+  return std::make_pair(Ms(std::chrono::steady_clock::now() - step_start), wait_ms);
+}
+
+// ---- The report -----------------------------------------------------------------------------
+
+// Averages over the second half of the windows (the tuner has settled there), for --summary.
+struct Summary {
+  double first_loss = -1, last_loss = 0;
+  double idle = 0, rate = 0, efficiency = 0, ideal_rate = 0, overhead = 0;
+  int64_t tail_windows = 0, windows = 0;
+};
+
+void ReportWindow(const hetrun::WindowReport& w, const Flags& flags, bool leader, DeviceSums& sums,
+                  Summary& summary) {
+  std::string computes;
+  for (size_t r = 0; r < w.ranks.size(); ++r) {
+    computes += (r ? "," : "") + std::to_string(std::lround(w.ranks[r].compute_ms));
+  }
+  const double steps = static_cast<double>(std::max<int64_t>(sums.steps, 1));
+  summary.last_loss = sums.loss.item<double>() / steps;
+  const double idle = sums.idle.item<double>() / steps;
+  if (summary.first_loss < 0) summary.first_loss = summary.last_loss;
+  sums.loss.zero_();
+  sums.idle.zero_();
+  sums.steps = 0;
+  ++summary.windows;
+  // The tuner's boundary cost is the previous window's: the first window has none to report.
+  if (w.window > 1) summary.overhead += w.overhead_fraction();
+  if (w.window > (flags.steps - flags.warmup) / flags.window / 2) {
+    summary.idle += idle;
+    summary.rate += w.samples_per_s;
+    summary.efficiency += w.efficiency;
+    summary.ideal_rate += w.ideal_samples_per_s;
+    ++summary.tail_windows;
+  }
+  if (!leader) return;
+  std::printf(
+      "window %2lld  shares %-20s  compute ms %-22s  efficiency %5.3f  %6.1f samples/s (ideal "
+      "%6.1f)  idle %5.1f%%  loss %.3f  tuner %.3f%%%s\n",
+      static_cast<long long>(w.window), Join(w.shares_used).c_str(), computes.c_str(), w.efficiency,
+      w.samples_per_s, w.ideal_samples_per_s, 100 * idle, summary.last_loss,
+      100 * w.overhead_fraction(),
+      w.shares_next != w.shares_used ? ("  -> " + Join(w.shares_next)).c_str() : "");
+  std::fflush(stdout);
+}
+
+bool WriteSummary(const std::string& path, const Summary& s, const std::vector<int64_t>& shares) {
+  std::ofstream out(path);
+  const double n = s.tail_windows > 0 ? static_cast<double>(s.tail_windows) : 1;
+  const double overhead = s.windows > 1 ? s.overhead / static_cast<double>(s.windows - 1) : 0;
+  out << "samples_per_s=" << s.rate / n << "\nideal_samples_per_s=" << s.ideal_rate / n
+      << "\nefficiency=" << s.efficiency / n << "\nidle_fraction=" << s.idle / n
+      << "\nloss_first=" << s.first_loss << "\nloss_last=" << s.last_loss
+      << "\ntuner_overhead=" << overhead << "\nshares_final=" << Join(shares) << "\n";
+  return static_cast<bool>(out);
+}
+
+int Fail(int code, const std::string& what) {
+  std::fprintf(stderr, "hetrun_trainer: %s\n", what.c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (std::string error; !ParseFlags(argc, argv, &flags, &error)) return Fail(64, error);
+  torch::set_num_threads(1);  // 1 intra-op thread per worker: many workers share few cores
+  hetrun::Environment env = hetrun::Environment::FromProcess();
+  auto runtime = hetrun::Runtime::FromEnv(env);
+  if (!runtime.ok()) return Fail(78, runtime.status().ToString());
+  hetrun::Runtime& rt = **runtime;
+  if (hetrun::Status s = rt.ApplyMemoryCeiling(env); !s.ok()) return Fail(81, s.ToString());
+  auto loop = hetrun::TunerLoop::Create(rt, TuningOptions(flags));
+  if (!loop.ok()) return Fail(64, loop.status().ToString());
+  TinyGpt model = MakeModel(flags, rt.device());
+  Trainer trainer{rt,
+                  model,
+                  torch::optim::AdamW(model->parameters(), torch::optim::AdamWOptions(flags.lr)),
+                  std::move(*loop),
+                  hetrun::StepTimer(rt.device(), rt.emulated_slowdown()),
+                  model->parameters()};
+  const bool leader = rt.rank() == 0;
+  if (leader) PrintBanner(trainer, flags);
+
+  const auto on_device = torch::TensorOptions(rt.device());
+  DeviceSums sums{torch::zeros({1}, on_device), torch::zeros({1}, on_device), 0};
+  Summary summary;
+  for (int64_t step = 0; step < flags.steps; ++step) {
+    auto times = TrainStep(trainer, flags, step, sums);
+    if (!times.ok()) return Fail(75, times.status().ToString());
+    auto report =
+        trainer.loop.EndIteration(trainer.timer.FinishStep(), times->first, times->second);
+    if (!report.ok()) return Fail(75, report.status().ToString());
+    if (report->has_value()) ReportWindow(**report, flags, leader, sums, summary);
+  }
+  if (leader && !flags.summary.empty() &&
+      !WriteSummary(flags.summary, summary, trainer.loop.shares())) {
+    return Fail(78, "cannot write --summary " + flags.summary);
   }
   return 0;
 }

@@ -134,6 +134,30 @@ Result<std::optional<RankWindow>> WindowLoop::CloseStep(std::span<const Observat
   return std::optional<RankWindow>(mine);
 }
 
+void WindowLoop::MeasureAgainstIdeal(WindowReport& report) const {
+  double step_ms = 0;
+  std::vector<RankFit> fits;
+  bool fitted = true;
+  for (const RankWindow& r : report.ranks) {
+    report.achieved_compute_ms = std::max(report.achieved_compute_ms, r.compute_ms);
+    step_ms = std::max(step_ms, r.step_ms);
+    fits.push_back(r.fit);
+    fitted = fitted && r.fit.c_ms > 0;
+  }
+  const auto batch = static_cast<double>(options_.batch);
+  if (step_ms > 0) report.samples_per_s = 1000 * batch / step_ms;
+  if (!fitted || report.achieved_compute_ms <= 0) return;
+  // The fits count the samples above min_share (a_ms includes them), as the controller's do.
+  const int64_t above = options_.batch - options_.min_share * static_cast<int64_t>(fits.size());
+  // Caps that cannot hold the batch leave the figure unknown; Apply() reports them when tuning.
+  Result<std::vector<int64_t>> best = SolveShares(above, fits);
+  if (!best.ok()) return;
+  report.optimal_compute_ms = PredictedIterationMs(fits, *best);
+  report.efficiency = report.optimal_compute_ms / report.achieved_compute_ms;
+  const double rest_ms = std::max(0.0, step_ms - report.achieved_compute_ms);
+  report.ideal_samples_per_s = 1000 * batch / (report.optimal_compute_ms + rest_ms);
+}
+
 Result<WindowReport> WindowLoop::ApplyGathered(std::span<const std::byte> gathered) {
   if (!awaiting_gather_) {
     return FailedPreconditionError("tuner loop: gathered records outside a window boundary");
@@ -166,6 +190,7 @@ Result<WindowReport> WindowLoop::ApplyGathered(std::span<const std::byte> gather
     boundary = std::min(boundary, r.last_boundary_ms);
   }
   report.overhead_ms = bookkeeping + boundary;
+  MeasureAgainstIdeal(report);
   last_boundary_ms_ = MsSince(boundary_begin_);
   report.tuner_ms = window_overhead_ms_ + step_hook_ms_ + MsSince(step_begin_);
   window_overhead_ms_ = 0;

@@ -67,6 +67,36 @@ class Group {
   std::vector<WindowLoop> loops_;
 };
 
+TEST(WindowLoopTest, EfficiencyComparesTheFittedOptimumWithTheSlowestRank) {
+  // Untuned uniform split of 40 over t0 = n, t1 = 3 n: 20 ms and 60 ms. With two windows at one
+  // share each rank's fit is proportional (a = 0), exact here: the optimum is 30 / 10 -> 30 ms.
+  WindowLoopOptions o = Options(40, 2);
+  o.tune = false;
+  Group group({{0, 1}, {0, 3}}, o);
+  group.Step();
+  std::vector<WindowReport> reports = group.Step();
+  ASSERT_EQ(reports.size(), 2u);
+  const WindowReport& w = reports[0];
+  EXPECT_DOUBLE_EQ(w.achieved_compute_ms, 60);
+  EXPECT_DOUBLE_EQ(w.optimal_compute_ms, 30);
+  EXPECT_DOUBLE_EQ(w.efficiency, 0.5);
+  // Steps take compute + 1 ms (Group::Step): rest of the step 1 ms.
+  EXPECT_DOUBLE_EQ(w.samples_per_s, 1000.0 * 40 / 61);
+  EXPECT_DOUBLE_EQ(w.ideal_samples_per_s, 1000.0 * 40 / 31);
+}
+
+TEST(WindowLoopTest, TunedLoopReachesFullEfficiency) {
+  Group group({{2, 1}, {2, 3}}, Options(40, 2));
+  WindowReport last;
+  for (int step = 0; step < 16; ++step) {
+    std::vector<WindowReport> reports = group.Step();
+    if (!reports.empty()) last = reports[0];
+  }
+  EXPECT_NEAR(last.efficiency, 1.0, 1e-9);
+  EXPECT_GT(last.ideal_samples_per_s, 0);
+  EXPECT_NEAR(last.samples_per_s, last.ideal_samples_per_s, 1e-6);
+}
+
 TEST(WindowLoopTest, WindowsCloseEveryWindowIterationsAfterTheWarmUp) {
   Group group({{1, 1}, {1, 1}}, Options(8, 3, 2));
   std::vector<int> closed;

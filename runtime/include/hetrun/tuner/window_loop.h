@@ -70,6 +70,21 @@ struct WindowReport {
   double overhead_ms = 0;
   /// overhead_ms / (the window's wall time on rank 0 + overhead_ms).
   double overhead_fraction() const;
+
+  /// Against the ideal, with the same fitting whether or not the loop tunes (a --no-tune run
+  /// fits too, it just does not act). Compute only: the all-reduce, optimizer and data loading
+  /// are left out of both, no split changes them.
+  /// optimal_compute_ms: the exact min-max split's compute time under the ranks' fits (the
+  /// solver's optimum); 0 while some rank has no fit yet.
+  double optimal_compute_ms = 0;
+  /// achieved_compute_ms: the slowest rank's median compute time at its share this window.
+  double achieved_compute_ms = 0;
+  /// efficiency = optimal_compute_ms / achieved_compute_ms (0 = unknown).
+  double efficiency = 0;
+  /// samples_per_s = batch / the slowest rank's mean step; ideal_samples_per_s = batch /
+  /// (optimal_compute_ms + the measured rest of the step, that step minus achieved_compute_ms).
+  double samples_per_s = 0;
+  double ideal_samples_per_s = 0;
 };
 
 struct WindowLoopOptions {
@@ -134,6 +149,7 @@ class WindowLoop {
     UpdateShares();
   }
   void UpdateShares();
+  void MeasureAgainstIdeal(WindowReport& report) const;
 
   WindowLoopOptions options_;
   int rank_;
