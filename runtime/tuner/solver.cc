@@ -262,6 +262,75 @@ double PredictedIterationMs(std::span<const RankFit> ranks, std::span<const int6
   return worst;
 }
 
+namespace {
+
+// Fills ws.lines from the records; returns the room the caps leave (sum of min(cap, batch)) and
+// the sums the first Newton guess needs.
+struct LineSums {
+  int64_t room = 0;
+  double hi = 0;  // the largest value any rank can reach: count(hi) = room
+  double sum_a_over_c = 0;
+  double sum_inv_c = 0;
+};
+
+LineSums BuildLines(int64_t batch, std::span<const RankFit> ranks, std::vector<Line>& lines) {
+  LineSums sums;
+  lines.resize(ranks.size());
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const RankFit& f = ranks[r];
+    lines[r] = {f.a_ms, f.c_ms, 1.0 / f.c_ms, std::min(f.cap, batch)};
+    sums.room += lines[r].cap;  // <= R * 2^50: no overflow for any R that fits in memory
+    if (lines[r].cap > 0) sums.hi = std::max(sums.hi, Value(lines[r], lines[r].cap));
+    sums.sum_a_over_c += f.a_ms / f.c_ms;
+    sums.sum_inv_c += lines[r].inv_c;
+  }
+  return sums;
+}
+
+// Bracket: count(lo) < B <= count(hi). count_hi < 0 means "not evaluated" (only that it is >= B).
+struct Bracket {
+  double lo = 0;
+  double hi = 0;
+  int64_t count_lo = 0;
+  int64_t count_hi = 0;
+};
+
+// After count(lo) improved: the D-th smallest next value (D = B - count(lo)) has count >= B, a
+// cheap upper end; when few values lie below it, select among them and finish. True when
+// `shares` holds the answer.
+Result<bool> TightenFromBelow(const std::vector<Line>& lines, int64_t batch, size_t limit,
+                              Workspace* ws, Bracket& b, std::vector<int64_t>& shares) {
+  const int64_t missing = batch - b.count_lo;
+  std::vector<double>& values = ws->values;
+  values.clear();
+  for (size_t r = 0; r < lines.size(); ++r) {
+    if (ws->counts_lo[r] < lines[r].cap) values.push_back(Value(lines[r], ws->counts_lo[r] + 1));
+  }
+  if (static_cast<size_t>(missing) > values.size()) return false;
+  double x = NthSmallest(values, missing);
+  if (x < b.hi) {
+    b.hi = x;
+    b.count_hi = -1;
+  }
+  if (!ListBetween(lines, ws->counts_lo, b.hi, limit, values)) return false;
+  double last = NthSmallest(values, missing);
+  HETRUN_RETURN_IF_ERROR(TakeUpTo(lines, ws->counts_lo, last, false, batch, ws->counts, shares));
+  return true;
+}
+
+// Where Newton aims. The relaxation exceeds the count by the fractional parts of the P partial
+// ranks' (t - a) / c: about P / 2, spread ~sqrt(P / 12). Aiming that much above B, less three
+// spreads, lands the first probe just below B (D = B - count(lo) small), which keeps the listing
+// and the selections short. Once a probe lands above B, aim at B - 0.5 instead: the count never
+// exceeds the relaxation, so that cannot overshoot.
+double NewtonTarget(int64_t batch, int64_t partial, bool overshot) {
+  double p = static_cast<double>(partial);
+  double lift = overshot ? 0.0 : std::max(0.0, p / 2 - 3 * std::sqrt(p / 12));
+  return static_cast<double>(batch) - 0.5 + lift;
+}
+
+}  // namespace
+
 Result<std::vector<int64_t>> SolveShares(int64_t batch, std::span<const RankFit> ranks) {
   HETRUN_RETURN_IF_ERROR(CheckInputs(batch, ranks));
   const size_t num_ranks = ranks.size();
@@ -270,104 +339,62 @@ Result<std::vector<int64_t>> SolveShares(int64_t batch, std::span<const RankFit>
 
   Workspace* ws = ThreadWorkspace();
   std::vector<Line>& lines = ws->lines;
-  lines.resize(num_ranks);
-  int64_t room = 0;
-  double hi = 0;
-  double sum_a_over_c = 0;
-  double sum_inv_c = 0;
-  for (size_t r = 0; r < num_ranks; ++r) {
-    const RankFit& f = ranks[r];
-    lines[r] = {f.a_ms, f.c_ms, 1.0 / f.c_ms, std::min(f.cap, batch)};
-    room += lines[r].cap;  // <= R * 2^50: no overflow for any R that fits in memory
-    if (lines[r].cap > 0) hi = std::max(hi, Value(lines[r], lines[r].cap));
-    sum_a_over_c += f.a_ms / f.c_ms;
-    sum_inv_c += lines[r].inv_c;
-  }
-  if (room < batch) {
-    return InvalidArgumentError("tuner: infeasible: the ranks' caps hold " + std::to_string(room) +
+  const LineSums sums = BuildLines(batch, ranks, lines);
+  if (sums.room < batch) {
+    return InvalidArgumentError("tuner: infeasible: the ranks' caps hold " +
+                                std::to_string(sums.room) +
                                 " samples per iteration, the batch is " + std::to_string(batch));
   }
-
-  // Bracket: count(lo) < B <= count(hi). Every value is > 0 (a >= 0, c * k > 0), so count(0) = 0;
-  // count(max value) = room >= B. count_hi < 0 means "not evaluated" (only that it is >= B).
-  double lo = 0;
-  int64_t count_lo = 0;
-  int64_t count_hi = room;
+  // Every value is > 0 (a >= 0, c * k > 0), so count(0) = 0; count(max value) = room >= B.
+  Bracket b{0, sums.hi, 0, sums.room};
   std::vector<int64_t>& counts_lo = ws->counts_lo;
   std::vector<int64_t>& counts = ws->counts;
   counts_lo.assign(num_ranks, 0);
   counts.resize(num_ranks);
   const auto limit =
       static_cast<size_t>(kSlackPerRank * static_cast<int64_t>(num_ranks) + kSlackFixed);
-  std::vector<double>& values = ws->values;
-  // Where Newton aims. The relaxation exceeds the count by the fractional parts of the P partial
-  // ranks' (t - a) / c: about P / 2, spread ~sqrt(P / 12). Aiming that much above B, less three
-  // spreads, lands the first probe just below B (D = B - count(lo) small), which keeps the
-  // listing and the selections short. Once a probe lands above B, aim at B - 0.5 instead: the
-  // count never exceeds the relaxation, so that cannot overshoot.
-  auto target_for = [&](int64_t partial, bool overshot) {
-    double p = static_cast<double>(partial);
-    double lift = overshot ? 0.0 : std::max(0.0, p / 2 - 3 * std::sqrt(p / 12));
-    return static_cast<double>(batch) - 0.5 + lift;
-  };
   bool overshot = false;
   int64_t active = 0;
   for (const Line& line : lines) active += line.cap > 0 ? 1 : 0;
-  double target = target_for(active, overshot);
-  double t = (target + sum_a_over_c) / sum_inv_c;  // water level with no cap or a_r > T binding
+  // The water level with no cap or a_r > T binding.
+  double t = (NewtonTarget(batch, active, overshot) + sums.sum_a_over_c) / sums.sum_inv_c;
   bool lo_improved = false;
   for (int step = 0;; ++step) {
     if (lo_improved) {
       lo_improved = false;
-      // Cheap upper end: the D-th smallest next value has count >= count(lo) + D = B.
-      int64_t missing = batch - count_lo;
-      values.clear();
-      for (size_t r = 0; r < num_ranks; ++r) {
-        if (counts_lo[r] < lines[r].cap) values.push_back(Value(lines[r], counts_lo[r] + 1));
-      }
-      if (static_cast<size_t>(missing) <= values.size()) {
-        double x = NthSmallest(values, missing);
-        if (x < hi) {
-          hi = x;
-          count_hi = -1;
-        }
-        if (ListBetween(lines, counts_lo, hi, limit, values)) {
-          double last = NthSmallest(values, missing);
-          HETRUN_RETURN_IF_ERROR(TakeUpTo(lines, counts_lo, last, false, batch, counts, shares));
-          return shares;
-        }
-      }
+      HETRUN_ASSIGN_OR_RETURN(bool done, TightenFromBelow(lines, batch, limit, ws, b, shares));
+      if (done) return shares;
     }
-    if (count_hi >= 0 && count_hi - count_lo <= static_cast<int64_t>(limit)) {
-      if (!ListBetween(lines, counts_lo, hi, limit, values)) {
+    if (b.count_hi >= 0 && b.count_hi - b.count_lo <= static_cast<int64_t>(limit)) {
+      if (!ListBetween(lines, counts_lo, b.hi, limit, ws->values)) {
         return InternalError("tuner: solver listed more values than counted");
       }
-      double last = NthSmallest(values, batch - count_lo);
+      double last = NthSmallest(ws->values, batch - b.count_lo);
       HETRUN_RETURN_IF_ERROR(TakeUpTo(lines, counts_lo, last, false, batch, counts, shares));
       return shares;
     }
-    double mid = MidpointInUlps(lo, hi);
-    if (!(mid > lo && mid < hi)) {  // adjacent doubles: every value in (lo, hi] equals hi
-      HETRUN_RETURN_IF_ERROR(TakeUpTo(lines, counts_lo, hi, true, batch, counts, shares));
+    double mid = MidpointInUlps(b.lo, b.hi);
+    if (!(mid > b.lo && mid < b.hi)) {  // adjacent doubles: every value in (lo, hi] equals hi
+      HETRUN_RETURN_IF_ERROR(TakeUpTo(lines, counts_lo, b.hi, true, batch, counts, shares));
       return shares;
     }
-    if (!(step < kNewtonSteps && t > lo && t < hi)) t = mid;
+    if (!(step < kNewtonSteps && t > b.lo && t < b.hi)) t = mid;
     Probe p = Evaluate(lines, t, counts);
     if (p.count == batch) {  // every value <= t, exactly B of them
       for (size_t r = 0; r < num_ranks; ++r) shares[r] = counts[r];
       return shares;
     }
     if (p.count < batch) {
-      lo = t;
-      count_lo = p.count;
+      b.lo = t;
+      b.count_lo = p.count;
       counts_lo.swap(counts);
       lo_improved = true;
     } else {
-      hi = t;
-      count_hi = p.count;
+      b.hi = t;
+      b.count_hi = p.count;
       overshot = true;
     }
-    target = target_for(p.partial, overshot);
+    double target = NewtonTarget(batch, p.partial, overshot);
     t = p.slope > 0 ? t + (target - p.relaxed) / p.slope : mid;
   }
 }

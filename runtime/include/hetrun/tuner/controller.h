@@ -4,7 +4,7 @@
 //   each iteration:  train on ctl.local_share() samples; ctl.Record(samples, compute_ms);
 //                    if (ctl.AtWindowBoundary()) {
 //                      RankFit mine = ctl.CloseWindow();
-//                      all-gather `mine` (32 raw bytes) into `all` (rank order);
+//                      all-gather `mine` (40 raw bytes) into `all` (rank order);
 //                      Decision d = *ctl.Apply(all);  // same bytes -> same decision everywhere
 //                    }
 //
