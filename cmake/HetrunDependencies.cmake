@@ -5,6 +5,8 @@ find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 if(NOT HETRUN_PYTHON_EXTENSION_ONLY)
   find_package(cxxopts REQUIRED)
+  # libcrypto: HMAC-SHA256 of the rendezvous store records under the job secret.
+  find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 endif()
 # What the core links for logging: the shared libraries normally; in the Python extension build
 # spdlog and fmt header-only, so the extension needs neither at run time.

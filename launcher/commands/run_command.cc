@@ -9,6 +9,8 @@
 
 #include "commands/cli_parse.h"
 #include "commands/command.h"
+#include "commands/phase_signals.h"
+#include "commands/setting.h"
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
 #include "hetrun/base/units.h"
@@ -26,57 +28,42 @@
 namespace hetrun::launcher {
 namespace {
 
-/// A duration flag, else its HETRUN_* variable, else `fallback`. Errors name the flag or variable.
-Result<std::chrono::milliseconds> DurationSetting(const cxxopts::ParseResult& parsed,
-                                                  const std::string& flag, const Environment& env,
-                                                  std::string_view variable,
-                                                  std::chrono::milliseconds fallback) {
-  if (parsed.count(flag)) {
-    std::string text = parsed[flag].as<std::string>();
-    Result<std::chrono::milliseconds> value = ParseDuration(text);
-    if (!value.ok())
-      return UsageError("--" + flag + " '" + text + "': " + value.status().message());
-    return *value;
-  }
-  HETRUN_ASSIGN_OR_RETURN(std::optional<std::chrono::milliseconds> from_env,
-                          env.GetDuration(variable));
-  return from_env.value_or(fallback);
-}
+using std::chrono::milliseconds;
 
-/// --hang-timeout, else HETRUN_HANG_TIMEOUT, else off (0). A value given that rounds to 0 ms is
-/// an error, not "off": leave both unset to turn hang detection off.
-Result<std::chrono::milliseconds> HangTimeoutSetting(const cxxopts::ParseResult& parsed,
-                                                     const Environment& env) {
-  HETRUN_ASSIGN_OR_RETURN(std::chrono::milliseconds value,
-                          DurationSetting(parsed, "hang-timeout", env, "HETRUN_HANG_TIMEOUT",
-                                          std::chrono::milliseconds(-1)));
-  if (value.count() > 0) return value;
-  if (value.count() < 0) return std::chrono::milliseconds(0);  // not given: off
-  if (parsed.count("hang-timeout")) {
-    return UsageError("--hang-timeout '" + parsed["hang-timeout"].as<std::string>() +
-                      "' is 0 ms (rounded): give at least 1ms, or leave it unset to turn hang "
-                      "detection off");
-  }
-  return InvalidArgumentError("HETRUN_HANG_TIMEOUT=" + env.Get("HETRUN_HANG_TIMEOUT").value_or("") +
-                              " (environment) is 0 ms (rounded): give at least 1ms, or unset it "
-                              "to turn hang detection off");
-}
+/// Extra time on top of the grace period and node 0's final wait that the pod's
+/// terminationGracePeriodSeconds should leave (process exit, log flushing).
+constexpr milliseconds kPodGraceMargin{std::chrono::seconds(10)};
 
-Result<int> MaxRestartsSetting(const cxxopts::ParseResult& parsed, const Environment& env) {
-  if (parsed.count("max-restarts")) {
-    std::string text = parsed["max-restarts"].as<std::string>();
-    Result<int64_t> value = ParseIntInRange(text, 0, 1000);
-    if (!value.ok()) {
-      return UsageError("--max-restarts '" + text + "': " + value.status().message());
-    }
-    return static_cast<int>(*value);
-  }
-  HETRUN_ASSIGN_OR_RETURN(std::optional<int64_t> from_env, env.GetInt("HETRUN_MAX_RESTARTS"));
-  if (from_env && (*from_env < 0 || *from_env > 1000)) {
-    return InvalidArgumentError("HETRUN_MAX_RESTARTS=" + std::to_string(*from_env) +
-                                " (environment): expected 0..1000");
-  }
-  return static_cast<int>(from_env.value_or(0));
+cxxopts::Options RunOptions() {
+  cxxopts::Options options("hetrun run",
+                           "Start the local workers of a training job and supervise them.");
+  options.custom_help("[OPTIONS] -- COMMAND [ARGS...]   (run is the default subcommand)");
+  AddTopologyOptions(options);
+  options.add_options("supervision")(
+      "tee", "prefix every worker output line with [rank R] on the console")(
+      "log-dir", "write one log file per rank (rank_R.log; rank_R.restart_N.log after restarts)",
+      cxxopts::value<std::string>())(
+      "grace-period",
+      "SIGTERM -> SIGKILL escalation (30, 30s, 5m); keep it below the pod's "
+      "terminationGracePeriodSeconds (HETRUN_GRACE_PERIOD, default 30s)",
+      cxxopts::value<std::string>())(
+      "hang-timeout",
+      "a worker that does not beat (HETRUN_HEARTBEAT) for this long is hung: exit 75 "
+      "(HETRUN_HANG_TIMEOUT, default off; at least 1ms when given)",
+      cxxopts::value<std::string>())(
+      "max-restarts",
+      "restart the local group after a worker is killed by a signal, hangs or exits 75, at most "
+      "N times (HETRUN_MAX_RESTARTS, default 0)",
+      cxxopts::value<std::string>())(
+      "cpu-bind",
+      "none, or spread: deal the CPUs hetrun may use out to the local workers, a block each "
+      "(one CPU each, shared in turn, when workers outnumber CPUs) (HETRUN_CPU_BIND, default "
+      "none)",
+      cxxopts::value<std::string>())("run-id", "TORCHELASTIC_RUN_ID for the workers (default none)",
+                                     cxxopts::value<std::string>()->default_value("none"))(
+      "h,help", "this text");
+  AddPreflightOptions(options);
+  return options;
 }
 
 /// The GPUs of this node when they are declared (--fake-gpus, HETRUN_FAKE_GPUS); nullopt when
@@ -106,23 +93,6 @@ Result<PreflightResult> Preflight(const Topology& topology,
   return RunPreflight(topology, inventory, preflight_options, env);
 }
 
-/// --cpu-bind, else HETRUN_CPU_BIND, else none.
-Result<CpuBind> CpuBindSetting(const cxxopts::ParseResult& parsed, const Environment& env) {
-  if (parsed.count("cpu-bind")) {
-    std::string text = parsed["cpu-bind"].as<std::string>();
-    Result<CpuBind> mode = ParseCpuBind(text);
-    if (!mode.ok()) return UsageError("--cpu-bind: " + mode.status().message());
-    return *mode;
-  }
-  std::optional<std::string> text = env.Get("HETRUN_CPU_BIND");
-  if (!text) return CpuBind::kNone;
-  Result<CpuBind> mode = ParseCpuBind(*text);
-  if (!mode.ok()) {
-    return InvalidArgumentError("HETRUN_CPU_BIND (environment): " + mode.status().message());
-  }
-  return *mode;
-}
-
 /// The CPUs of each local worker under `mode` (empty lists: no binding), logged once.
 Result<std::vector<std::vector<int>>> WorkerCpus(CpuBind mode, const Topology& topology,
                                                  size_t local_workers) {
@@ -143,37 +113,200 @@ Result<std::vector<std::vector<int>>> WorkerCpus(CpuBind mode, const Topology& t
   return bound;
 }
 
+/// Everything `hetrun run` reads before the preflight.
+struct RunPlan {
+  SupervisorOptions supervision;
+  Topology topology;
+  size_t local_workers = 1;
+  std::optional<Inventory> inventory;
+  PreflightOptions preflight;
+  std::vector<std::vector<int>> worker_cpus;
+  std::map<std::string, std::string> stage_vars;
+  std::string run_id;
+};
+
+Result<SupervisorOptions> ReadSupervision(const cxxopts::ParseResult& parsed,
+                                          const Environment& env,
+                                          const std::vector<std::string>& command) {
+  SupervisorOptions supervision;
+  supervision.command = command;
+  supervision.tee = parsed.count("tee") > 0;
+  if (parsed.count("log-dir")) supervision.log_dir = parsed["log-dir"].as<std::string>();
+  HETRUN_ASSIGN_OR_RETURN(supervision.grace_period,
+                          Setting<milliseconds>(parsed, "grace-period", env, "HETRUN_GRACE_PERIOD",
+                                                std::chrono::seconds(30), ParseDurationSetting));
+  // Unset: off (0). Given, a value that rounds to 0 ms is an error, not "off".
+  HETRUN_ASSIGN_OR_RETURN(
+      supervision.hang_timeout,
+      Setting<milliseconds>(parsed, "hang-timeout", env, "HETRUN_HANG_TIMEOUT", milliseconds(0),
+                            [](std::string_view text) -> Result<milliseconds> {
+                              HETRUN_ASSIGN_OR_RETURN(milliseconds value, ParseDuration(text));
+                              if (value.count() > 0) return value;
+                              return InvalidArgumentError(
+                                  "is 0 ms (rounded): give at least 1ms, or leave it unset to "
+                                  "turn hang detection off");
+                            }));
+  HETRUN_ASSIGN_OR_RETURN(
+      supervision.max_restarts,
+      Setting<int>(parsed, "max-restarts", env, "HETRUN_MAX_RESTARTS", 0, IntInRange(0, 1000)));
+  return supervision;
+}
+
+/// HETRUN_POD_GRACE_PERIOD (the pod's terminationGracePeriodSeconds, from the emitted manifest):
+/// warns when hetrun's worst case after SIGTERM does not fit in it (the kubelet's SIGKILL would
+/// then cut the workers' grace period or node 0's final wait short).
+Status CheckPodGracePeriod(const Environment& env, const RunPlan& plan) {
+  HETRUN_ASSIGN_OR_RETURN(std::optional<milliseconds> pod,
+                          env.GetDuration("HETRUN_POD_GRACE_PERIOD"));
+  if (!pod) return Status::Ok();
+  milliseconds final_wait =
+      plan.topology.nnodes.value > 1 ? plan.preflight.peer_timeout : milliseconds(0);
+  milliseconds need = plan.supervision.grace_period + final_wait + kPodGraceMargin;
+  if (need > *pod) {
+    spdlog::warn(
+        "the pod's terminationGracePeriodSeconds ({}, HETRUN_POD_GRACE_PERIOD) is shorter than "
+        "hetrun's worst case after SIGTERM: grace period {} + node 0's final wait {} + margin {} "
+        "= {}; raise it or lower --grace-period",
+        FormatDuration(*pod), FormatDuration(plan.supervision.grace_period),
+        FormatDuration(final_wait), FormatDuration(kPodGraceMargin), FormatDuration(need));
+  }
+  return Status::Ok();
+}
+
+Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environment& env,
+                            const std::vector<std::string>& command) {
+  RunPlan plan;
+  HETRUN_ASSIGN_OR_RETURN(plan.supervision, ReadSupervision(parsed, env, command));
+  HETRUN_ASSIGN_OR_RETURN(
+      CpuBind cpu_bind,
+      Setting<CpuBind>(parsed, "cpu-bind", env, "HETRUN_CPU_BIND", CpuBind::kNone,
+                       [](std::string_view text) { return ParseCpuBind(std::string(text)); }));
+  TopologyOptionValues topology_options = ReadTopologyOptions(parsed);
+  HETRUN_ASSIGN_OR_RETURN(TopologyInputs inputs, GatherTopologyInputs(env, topology_options.flags,
+                                                                      topology_options.fake_gpus));
+  HETRUN_ASSIGN_OR_RETURN(plan.topology, ResolveTopology(inputs));
+  const Topology& topology = plan.topology;
+  if (topology.ranks.empty() || topology.ranks.size() != topology.local_ranks.size()) {
+    return InternalError("resolved topology has no local workers");
+  }
+  // Under mpirun or srun this process is one worker: run exactly that one, with its given rank.
+  plan.local_workers = topology.per_process ? 1 : topology.ranks.size();
+  SetLogIdentity(topology.node_rank.value, topology.per_process ? topology.ranks[0] : -1);
+  HETRUN_ASSIGN_OR_RETURN(plan.inventory, DeclaredInventory(env, topology_options.fake_gpus));
+  HETRUN_ASSIGN_OR_RETURN(plan.preflight, ReadPreflightOptions(parsed, env));
+  plan.run_id = parsed["run-id"].as<std::string>();
+  plan.preflight.job_id = plan.run_id;
+  // Local settings are checked before the preflight, which may join the other nodes.
+  HETRUN_ASSIGN_OR_RETURN(plan.worker_cpus, WorkerCpus(cpu_bind, topology, plan.local_workers));
+  std::optional<int> task_index;
+  if (topology.task_index) task_index = topology.task_index->value;
+  HETRUN_ASSIGN_OR_RETURN(PodStage pod_stage, PodStageVariables(env, task_index));
+  plan.stage_vars = pod_stage.vars;
+  if (!plan.stage_vars.empty()) {
+    spdlog::info("pipeline stage {} (entry {} of HETRUN_STAGE={}){}",
+                 plan.stage_vars["HETRUN_STAGE"], pod_stage.task_index,
+                 env.Get("HETRUN_STAGE").value_or(""),
+                 plan.stage_vars.contains("HETRUN_STAGE_LAYERS")
+                     ? ", layers " + plan.stage_vars["HETRUN_STAGE_LAYERS"]
+                     : std::string());
+  }
+  HETRUN_RETURN_IF_ERROR(CheckPodGracePeriod(env, plan));
+  return plan;
+}
+
+/// The workers of one attempt: WorkerEnvironment plus what the preflight and the stage add.
+WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
+                          const Environment& env) {
+  WorkerEnvOptions env_options;
+  env_options.max_restarts = plan.supervision.max_restarts;
+  env_options.run_id = plan.run_id;
+  env_options.inventory = plan.inventory ? &*plan.inventory : nullptr;
+  return [&plan, &preflight, &env,
+          env_options](int restart_count) -> Result<std::vector<WorkerSpec>> {
+    WorkerEnvOptions attempt = env_options;
+    attempt.restart_count = restart_count;
+    std::vector<WorkerSpec> workers;
+    for (size_t i = 0; i < plan.local_workers; ++i) {
+      std::map<std::string, std::string> vars = WorkerEnvironment(env, plan.topology, i, attempt);
+      HETRUN_ASSIGN_OR_RETURN(auto additions,
+                              preflight.WorkerAdditions(env, plan.topology.local_ranks[i]));
+      for (auto& [name, value] : additions) vars[name] = value;
+      for (const auto& [name, value] : plan.stage_vars) vars[name] = value;
+      workers.push_back({plan.topology.ranks[i], plan.topology.local_ranks[i], std::move(vars),
+                         plan.worker_cpus[i]});
+    }
+    return workers;
+  };
+}
+
+/// After supervision: tells the other nodes how this node ended (node 0 keeps the store up for
+/// them, watching for signals meanwhile). Returns the exit code when it overrides the outcome:
+/// a lost peer (75) or a shutdown signal during the final wait (128 + N).
+Result<std::optional<int>> FinishRendezvous(JobRendezvous& rendezvous,
+                                            const Result<SupervisorOutcome>& supervised,
+                                            const Environment& env) {
+  rendezvous.DisarmSigterm();
+  HETRUN_ASSIGN_OR_RETURN(
+      std::unique_ptr<PhaseSignals> signals,
+      PhaseSignals::Install("node 0's final wait for the other nodes to finish"));
+  rendezvous.set_interrupt([&signals] { return signals->Poll(); });
+  std::optional<Status> peer = rendezvous.PeerFailure();
+  rendezvous.Finish(
+      peer ? kExitTransient
+           : (supervised.ok() ? supervised->exit_code : ExitCodeFor(supervised.status())));
+  rendezvous.set_interrupt({});
+  if (signals->Poll() != 0) return std::optional<int>(signals->Exit(env, ""));
+  // A lost peer node stopped this node's workers (JobRendezvous raised SIGTERM): report it as
+  // the transient failure it is.
+  if (peer) return *peer;
+  return std::optional<int>();
+}
+
+Result<int> ReportOutcome(Result<SupervisorOutcome> supervised, const Environment& env) {
+  HETRUN_ASSIGN_OR_RETURN(SupervisorOutcome outcome, std::move(supervised));
+  if (!outcome.failed) {
+    spdlog::info(
+        "every worker succeeded{}",
+        outcome.restarts > 0 ? " after " + std::to_string(outcome.restarts) + " restart(s)" : "");
+    return kExitOk;
+  }
+  std::string reason = TerminationReason(outcome.failure, kTerminationLogMaxBytes);
+  spdlog::error("exiting with {}: {}", outcome.exit_code, FailureSummary(outcome.failure));
+  if (Status logged = WriteTerminationLog(env, reason); !logged.ok()) {
+    spdlog::warn("{}", logged.message());
+  }
+  return outcome.exit_code;
+}
+
+/// The preflight with the shutdown signals watched: nullopt result + exit code when a signal
+/// stopped it (the other nodes are told).
+Result<int> PreflightUnderSignals(const RunPlan& plan, const CommandContext& context,
+                                  const std::vector<std::string>& command, PreflightResult* out) {
+  HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<PhaseSignals> signals,
+                          PhaseSignals::Install("the preflight"));
+  PreflightOptions options = plan.preflight;
+  options.interrupted = [&signals] { return signals->Poll(); };
+  Result<PreflightResult> preflight =
+      Preflight(plan.topology, plan.inventory, options, context.env, command);
+  if (signals->Poll() != 0) {
+    if (preflight.ok() && preflight->rendezvous) {
+      preflight->rendezvous->Fail(UnavailableError("node " +
+                                                   std::to_string(plan.topology.node_rank.value) +
+                                                   " received a shutdown "
+                                                   "signal during the preflight"));
+      preflight->rendezvous->Finish(128 + signals->Poll());
+    }
+    return signals->Exit(context.env, preflight.ok() ? "" : preflight.status().message());
+  }
+  HETRUN_ASSIGN_OR_RETURN(*out, std::move(preflight));
+  if (out->rendezvous) out->rendezvous->set_interrupt({});
+  return -1;
+}
+
 }  // namespace
 
 Result<int> commands::Run(const CommandContext& context) {
-  cxxopts::Options options("hetrun run",
-                           "Start the local workers of a training job and supervise them.");
-  options.custom_help("[OPTIONS] -- COMMAND [ARGS...]   (run is the default subcommand)");
-  AddTopologyOptions(options);
-  options.add_options("supervision")(
-      "tee", "prefix every worker output line with [rank R] on the console")(
-      "log-dir", "write one log file per rank (rank_R.log; rank_R.restart_N.log after restarts)",
-      cxxopts::value<std::string>())(
-      "grace-period",
-      "SIGTERM -> SIGKILL escalation (30, 30s, 5m); keep it below the pod's "
-      "terminationGracePeriodSeconds (HETRUN_GRACE_PERIOD, default 30s)",
-      cxxopts::value<std::string>())(
-      "hang-timeout",
-      "a worker that does not beat (HETRUN_HEARTBEAT) for this long is hung: exit 75 "
-      "(HETRUN_HANG_TIMEOUT, default off; at least 1ms when given)",
-      cxxopts::value<std::string>())(
-      "max-restarts",
-      "restart the local group after a worker is killed by a signal, hangs or exits 75, at most "
-      "N times (HETRUN_MAX_RESTARTS, default 0)",
-      cxxopts::value<std::string>())(
-      "cpu-bind",
-      "none, or spread: deal the CPUs hetrun may use out to the local workers, a block each "
-      "(one CPU each, shared in turn, when workers outnumber CPUs) (HETRUN_CPU_BIND, default "
-      "none)",
-      cxxopts::value<std::string>())("run-id", "TORCHELASTIC_RUN_ID for the workers (default none)",
-                                     cxxopts::value<std::string>()->default_value("none"))(
-      "h,help", "this text");
-  AddPreflightOptions(options);
+  cxxopts::Options options = RunOptions();
   std::vector<std::string> command;
   HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
                           ParseSubcommandOptions(options, context.args, &command));
@@ -188,107 +321,33 @@ Result<int> commands::Run(const CommandContext& context) {
   if (command.empty()) {
     return UsageError("hetrun run: no command (usage: hetrun run [OPTIONS] -- COMMAND [ARGS...])");
   }
-
-  SupervisorOptions supervision;
-  supervision.command = command;
-  supervision.tee = parsed.count("tee") > 0;
-  if (parsed.count("log-dir")) supervision.log_dir = parsed["log-dir"].as<std::string>();
-  HETRUN_ASSIGN_OR_RETURN(supervision.grace_period,
-                          DurationSetting(parsed, "grace-period", context.env,
-                                          "HETRUN_GRACE_PERIOD", std::chrono::seconds(30)));
-  HETRUN_ASSIGN_OR_RETURN(supervision.hang_timeout, HangTimeoutSetting(parsed, context.env));
-  HETRUN_ASSIGN_OR_RETURN(supervision.max_restarts, MaxRestartsSetting(parsed, context.env));
-  HETRUN_ASSIGN_OR_RETURN(CpuBind cpu_bind, CpuBindSetting(parsed, context.env));
-
-  TopologyOptionValues topology_options = ReadTopologyOptions(parsed);
-  HETRUN_ASSIGN_OR_RETURN(
-      TopologyInputs inputs,
-      GatherTopologyInputs(context.env, topology_options.flags, topology_options.fake_gpus));
-  HETRUN_ASSIGN_OR_RETURN(Topology topology, ResolveTopology(inputs));
-  if (topology.ranks.empty() || topology.ranks.size() != topology.local_ranks.size()) {
-    return InternalError("resolved topology has no local workers");
-  }
-  // Under mpirun or srun this process is one worker: run exactly that one, with its given rank.
-  size_t local_workers = topology.per_process ? 1 : topology.ranks.size();
-  SetLogIdentity(topology.node_rank.value, topology.per_process ? topology.ranks[0] : -1);
-  HETRUN_ASSIGN_OR_RETURN(std::optional<Inventory> inventory,
-                          DeclaredInventory(context.env, topology_options.fake_gpus));
-  HETRUN_ASSIGN_OR_RETURN(PreflightOptions preflight_options,
-                          ReadPreflightOptions(parsed, context.env));
-  // Local settings are checked before the preflight, which may join the other nodes.
-  HETRUN_ASSIGN_OR_RETURN(std::vector<std::vector<int>> worker_cpus,
-                          WorkerCpus(cpu_bind, topology, local_workers));
-  std::optional<int> task_index;
-  if (topology.task_index) task_index = topology.task_index->value;
-  HETRUN_ASSIGN_OR_RETURN(PodStage pod_stage, PodStageVariables(context.env, task_index));
-  std::map<std::string, std::string>& stage_vars = pod_stage.vars;
-  if (!stage_vars.empty()) {
-    spdlog::info("pipeline stage {} (entry {} of HETRUN_STAGE={}){}", stage_vars["HETRUN_STAGE"],
-                 pod_stage.task_index, context.env.Get("HETRUN_STAGE").value_or(""),
-                 stage_vars.contains("HETRUN_STAGE_LAYERS")
-                     ? ", layers " + stage_vars["HETRUN_STAGE_LAYERS"]
-                     : std::string());
-  }
+  HETRUN_ASSIGN_OR_RETURN(RunPlan plan, ReadRunPlan(parsed, context.env, command));
   // One run folder per `hetrun run`, before anything that may need it (launcher/supervise/
   // run_folder.h); removed when this function returns.
   HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<RunFolder> run_folder,
                           RunFolder::Create(RunFolderBase(context.env)));
-  supervision.run_dir = run_folder->path();
-  HETRUN_ASSIGN_OR_RETURN(PreflightResult preflight,
-                          Preflight(topology, inventory, preflight_options, context.env, command));
-
-  WorkerEnvOptions env_options;
-  env_options.max_restarts = supervision.max_restarts;
-  env_options.run_id = parsed["run-id"].as<std::string>();
-  env_options.inventory = inventory ? &*inventory : nullptr;
-  auto specs = [&](int restart_count) -> Result<std::vector<WorkerSpec>> {
-    WorkerEnvOptions attempt = env_options;
-    attempt.restart_count = restart_count;
-    std::vector<WorkerSpec> workers;
-    for (size_t i = 0; i < local_workers; ++i) {
-      std::map<std::string, std::string> env = WorkerEnvironment(context.env, topology, i, attempt);
-      HETRUN_ASSIGN_OR_RETURN(auto additions,
-                              preflight.WorkerAdditions(context.env, topology.local_ranks[i]));
-      for (auto& [name, value] : additions) env[name] = value;
-      for (const auto& [name, value] : stage_vars) env[name] = value;
-      workers.push_back(
-          {topology.ranks[i], topology.local_ranks[i], std::move(env), worker_cpus[i]});
-    }
-    return workers;
-  };
-  if (preflight.rendezvous) {
+  plan.supervision.run_dir = run_folder->path();
+  PreflightResult preflight;
+  HETRUN_ASSIGN_OR_RETURN(int stopped, PreflightUnderSignals(plan, context, command, &preflight));
+  if (stopped >= 0) return stopped;
+  JobRendezvous* rendezvous = preflight.rendezvous.get();
+  if (rendezvous) {
     // A peer already lost: no worker starts (exit 75). One lost later reaches the supervisor as
     // SIGTERM once it reads signals from its signalfd (one lost in between is sent then).
-    if (std::optional<Status> peer = preflight.rendezvous->PeerFailure()) {
-      preflight.rendezvous->Finish(kExitTransient);
+    if (std::optional<Status> peer = rendezvous->PeerFailure()) {
+      rendezvous->Finish(kExitTransient);
       return *peer;
     }
-    supervision.on_signals_ready = [&preflight] { preflight.rendezvous->ArmSigterm(); };
+    plan.supervision.on_signals_ready = [rendezvous] { rendezvous->ArmSigterm(); };
   }
-  Result<SupervisorOutcome> supervised = Supervise(supervision, specs);
-  if (preflight.rendezvous) {
-    // A lost peer node stops this node's workers (JobRendezvous raises SIGTERM): report it as the
-    // transient failure it is, and tell the other nodes how this node ended.
-    if (std::optional<Status> peer = preflight.rendezvous->PeerFailure()) {
-      preflight.rendezvous->Finish(kExitTransient);
-      return *peer;
-    }
-    preflight.rendezvous->Finish(supervised.ok() ? supervised->exit_code
-                                                 : ExitCodeFor(supervised.status()));
+  Result<SupervisorOutcome> supervised =
+      Supervise(plan.supervision, WorkerSpecs(plan, preflight, context.env));
+  if (rendezvous) {
+    HETRUN_ASSIGN_OR_RETURN(std::optional<int> code,
+                            FinishRendezvous(*rendezvous, supervised, context.env));
+    if (code) return *code;
   }
-  HETRUN_ASSIGN_OR_RETURN(SupervisorOutcome outcome, std::move(supervised));
-  if (!outcome.failed) {
-    spdlog::info(
-        "every worker succeeded{}",
-        outcome.restarts > 0 ? " after " + std::to_string(outcome.restarts) + " restart(s)" : "");
-    return kExitOk;
-  }
-  std::string reason = TerminationReason(outcome.failure, kTerminationLogMaxBytes);
-  spdlog::error("exiting with {}: {}", outcome.exit_code, FailureSummary(outcome.failure));
-  if (Status logged = WriteTerminationLog(context.env, reason); !logged.ok()) {
-    spdlog::warn("{}", logged.message());
-  }
-  return outcome.exit_code;
+  return ReportOutcome(std::move(supervised), context.env);
 }
 
 }  // namespace hetrun::launcher

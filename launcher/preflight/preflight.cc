@@ -9,9 +9,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 
+#include "commands/setting.h"
 #include "hetrun/arch/image_check.h"
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
@@ -19,6 +22,8 @@
 #include "hetrun/memory/alloc_conf.h"
 #include "preflight/gpu_probe.h"
 #include "preflight/torch_location.h"
+#include "rendezvous/listen_socket.h"
+#include "supervise/signal_set.h"
 
 #ifndef HETRUN_TORCH_VERSION
 #define HETRUN_TORCH_VERSION ""
@@ -28,37 +33,6 @@ namespace hetrun::launcher {
 namespace {
 
 using std::chrono::milliseconds;
-
-Result<milliseconds> DurationOption(const cxxopts::ParseResult& parsed, const std::string& flag,
-                                    const Environment& env, std::string_view variable,
-                                    milliseconds fallback) {
-  if (parsed.count(flag)) {
-    std::string text = parsed[flag].as<std::string>();
-    Result<milliseconds> value = ParseDuration(text);
-    if (!value.ok())
-      return UsageError("--" + flag + " '" + text + "': " + value.status().message());
-    if (value->count() <= 0) return UsageError("--" + flag + " '" + text + "': must be positive");
-    return *value;
-  }
-  HETRUN_ASSIGN_OR_RETURN(std::optional<milliseconds> from_env, env.GetDuration(variable));
-  if (from_env && from_env->count() <= 0) {
-    return InvalidArgumentError(std::string(variable) + ": must be positive");
-  }
-  return from_env.value_or(fallback);
-}
-
-Result<std::optional<uint64_t>> BytesOption(const cxxopts::ParseResult& parsed,
-                                            const std::string& flag, const Environment& env,
-                                            std::string_view variable) {
-  if (parsed.count(flag)) {
-    std::string text = parsed[flag].as<std::string>();
-    Result<uint64_t> value = ParseBytes(text);
-    if (!value.ok())
-      return UsageError("--" + flag + " '" + text + "': " + value.status().message());
-    return std::optional<uint64_t>(*value);
-  }
-  return env.GetBytes(variable);
-}
 
 std::string Hostname() {
   char host[HOST_NAME_MAX + 1] = {};
@@ -253,17 +227,20 @@ void AddPreflightOptions(cxxopts::Options& options) {
 Result<PreflightOptions> ReadPreflightOptions(const cxxopts::ParseResult& parsed,
                                               const Environment& env) {
   PreflightOptions options;
-  HETRUN_ASSIGN_OR_RETURN(
-      options.rdzv_timeout,
-      DurationOption(parsed, "rdzv-timeout", env, "HETRUN_RDZV_TIMEOUT", std::chrono::minutes(10)));
-  HETRUN_ASSIGN_OR_RETURN(
-      options.peer_timeout,
-      DurationOption(parsed, "peer-timeout", env, "HETRUN_PEER_TIMEOUT", std::chrono::seconds(15)));
-  HETRUN_ASSIGN_OR_RETURN(std::optional<uint64_t> reserve,
-                          BytesOption(parsed, "memory-reserve", env, "HETRUN_MEMORY_RESERVE"));
+  HETRUN_ASSIGN_OR_RETURN(options.rdzv_timeout,
+                          Setting<milliseconds>(parsed, "rdzv-timeout", env, "HETRUN_RDZV_TIMEOUT",
+                                                std::chrono::minutes(10), ParsePositiveDuration));
+  HETRUN_ASSIGN_OR_RETURN(options.peer_timeout,
+                          Setting<milliseconds>(parsed, "peer-timeout", env, "HETRUN_PEER_TIMEOUT",
+                                                std::chrono::seconds(15), ParsePositiveDuration));
+  using Bytes = std::optional<uint64_t>;
+  HETRUN_ASSIGN_OR_RETURN(Bytes reserve,
+                          Setting<Bytes>(parsed, "memory-reserve", env, "HETRUN_MEMORY_RESERVE",
+                                         std::nullopt, ParseBytesSetting));
   if (reserve) options.ceiling.reserve_bytes = *reserve;
-  HETRUN_ASSIGN_OR_RETURN(std::optional<uint64_t> min_memory,
-                          BytesOption(parsed, "min-memory", env, "HETRUN_MIN_MEMORY"));
+  HETRUN_ASSIGN_OR_RETURN(
+      Bytes min_memory, Setting<Bytes>(parsed, "min-memory", env, "HETRUN_MIN_MEMORY", std::nullopt,
+                                       ParseBytesSetting));
   if (min_memory) options.ceiling.min_memory_bytes = *min_memory;
   std::optional<std::string> baseline = parsed.count("memory-baseline")
                                             ? parsed["memory-baseline"].as<std::string>()
@@ -308,12 +285,15 @@ Result<std::map<std::string, std::string>> PreflightResult::WorkerAdditions(cons
   return add;
 }
 
-Result<PreflightResult> RunPreflight(const Topology& topology,
-                                     const std::optional<Inventory>& declared,
-                                     const PreflightOptions& options, const Environment& env) {
-  PreflightResult result;
+namespace {
+
+// This node's record: its GPUs (declared, or probed in a child: this process forks the workers)
+// and, with a kernel-image check, its verdicts for its own GPUs.
+Result<NodeRecord> DescribeNode(PreflightResult& result, const Topology& topology,
+                                const std::optional<Inventory>& declared,
+                                const PreflightOptions& options, const Environment& env,
+                                std::optional<ImageScan>* scan) {
   result.torch_version = HETRUN_TORCH_VERSION;
-  // 1. This node's GPUs. The probe runs in a child: this process forks the workers.
   if (declared) {
     result.inventory = *declared;
   } else {
@@ -322,7 +302,6 @@ Result<PreflightResult> RunPreflight(const Topology& topology,
     result.inventory.source = probed.empty() ? InventorySource::kNone : InventorySource::kProbe;
     result.inventory.source_detail = probed.empty() ? "none (no GPU found)" : "CUDA probe";
   }
-
   const Membership membership = MembershipOf(topology);
   NodeRecord mine;
   mine.hostname = Hostname();
@@ -335,82 +314,141 @@ Result<PreflightResult> RunPreflight(const Topology& topology,
   mine.hetrun_version = HETRUN_VERSION_STRING;
   mine.inventory_source = result.inventory.source_detail;
   mine.gpus = result.inventory.gpus;
-
-  std::optional<ImageScan> scan;
   if (ArchCheckActive(options)) {
     HETRUN_ASSIGN_OR_RETURN(ImageScan scanned, ScanImage(options, env));
-    scan = std::move(scanned);
+    *scan = std::move(scanned);
     mine.arch_checked = true;
-    NodeRecord self_only = mine;
-    std::vector<NodeRecord> one{self_only};
-    HETRUN_ASSIGN_OR_RETURN(mine.arch_rows, ArchRows(*scan, JobCapabilities(one), options.strict));
+    std::vector<NodeRecord> one{mine};
+    HETRUN_ASSIGN_OR_RETURN(mine.arch_rows, ArchRows(**scan, JobCapabilities(one), options.strict));
   }
+  if (membership.members > 1) mine.nccl_version = NcclVersion(env);
+  return mine;
+}
 
-  // 2. Rendezvous.
-  if (membership.members > 1) {
-    mine.nccl_version = NcclVersion(env);
-    RendezvousOptions rdzv;
-    rdzv.nnodes = membership.members;
-    rdzv.node_rank = membership.member;
-    rdzv.endpoint = topology.master_addr.value + ":" + std::to_string(topology.master_port.value);
-    rdzv.timeout = options.rdzv_timeout;
-    rdzv.peer_timeout = options.peer_timeout;
-    rdzv.heartbeat_interval =
-        std::min<milliseconds>(std::chrono::seconds(1), options.peer_timeout / 4);
-    StoreEndpoint endpoint{topology.master_addr.value, topology.master_port.value,
-                           membership.member == 0, options.rdzv_timeout};
-    auto started = std::chrono::steady_clock::now();
-    rdzv.sigterm_on_peer_failure = true;
-    Result<std::unique_ptr<Store>> store = [&] {
-      SignalsBlockedForNewThreads blocked;
-      return OpenTcpStore(endpoint);
-    }();
-    if (!store.ok()) {
-      if (store.status().code() == StatusCode::kDeadlineExceeded) {
-        return DeadlineExceededError(
-            "rendezvous: could not reach the store of node 0 at " + rdzv.endpoint + " within " +
-            FormatDuration(options.rdzv_timeout) +
-            " (node ranks joined: unknown; node 0 missing): " + store.status().message());
-      }
-      return store.status();
+// Opens the store connection (node 0: hosts the server on the job's address) on a helper thread
+// while this one watches the deadline and the signals: libtorch's connect retries for as long as
+// it is told and cannot be interrupted.
+Result<std::unique_ptr<Store>> ConnectInterruptibly(const StoreEndpoint& endpoint,
+                                                    const RendezvousOptions& rdzv) {
+  struct Attempt {
+    std::mutex mutex;
+    std::optional<Result<std::unique_ptr<Store>>> result;
+  };
+  auto attempt = std::make_shared<Attempt>();
+  {
+    SignalsBlockedForNewThreads blocked;  // the store's own threads inherit the mask too
+    std::thread([attempt, endpoint] {
+      Result<std::unique_ptr<Store>> store = OpenTcpStore(endpoint);
+      std::lock_guard<std::mutex> lock(attempt->mutex);
+      attempt->result = std::move(store);
+    }).detach();
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + endpoint.connect_timeout + std::chrono::seconds(5);
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(attempt->mutex);
+      if (attempt->result) return std::move(*attempt->result);
     }
-    auto opened = std::chrono::steady_clock::now();
-    result.rendezvous = std::make_unique<JobRendezvous>(std::move(*store), rdzv);
-    Result<std::vector<NodeRecord>> records = result.rendezvous->Join(mine);
-    if (!records.ok()) {
-      result.rendezvous->Finish(ExitCodeFor(records.status()));
-      return records.status();
+    if (int signal = rdzv.interrupted ? rdzv.interrupted() : 0; signal != 0) {
+      return UnavailableError("node " + std::to_string(rdzv.node_rank) + " received " +
+                              SignalName(signal) + " while connecting to the rendezvous store at " +
+                              rdzv.endpoint);
     }
-    result.records = std::move(*records);
-    auto ms = [](auto d) { return std::chrono::duration_cast<milliseconds>(d).count(); };
-    spdlog::info(
-        "rendezvous at {}: {} nodes in {} ms (library load and connect {} ms, then "
-        "waiting for the others {} ms)",
-        rdzv.endpoint, membership.members, ms(std::chrono::steady_clock::now() - started),
-        ms(opened - started), ms(std::chrono::steady_clock::now() - opened));
-  } else {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return DeadlineExceededError("connecting to the rendezvous store at " + rdzv.endpoint +
+                                   " did not finish within " +
+                                   FormatDuration(endpoint.connect_timeout));
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+Result<std::unique_ptr<JobRendezvous>> OpenRendezvous(const Topology& topology,
+                                                      const PreflightOptions& options,
+                                                      const Environment& env) {
+  const Membership membership = MembershipOf(topology);
+  RendezvousOptions rdzv;
+  rdzv.nnodes = membership.members;
+  rdzv.node_rank = membership.member;
+  rdzv.endpoint = topology.master_addr.value + ":" + std::to_string(topology.master_port.value);
+  rdzv.timeout = options.rdzv_timeout;
+  rdzv.peer_timeout = options.peer_timeout;
+  rdzv.heartbeat_interval =
+      std::min<milliseconds>(std::chrono::seconds(1), options.peer_timeout / 4);
+  rdzv.sigterm_on_peer_failure = true;
+  rdzv.interrupted = options.interrupted;
+  HETRUN_ASSIGN_OR_RETURN(std::string secret, JobSecret(env));
+  rdzv.auth = RecordAuth(secret, options.job_id);
+  StoreEndpoint endpoint{topology.master_addr.value, topology.master_port.value,
+                         membership.member == 0, options.rdzv_timeout};
+  endpoint.library_warnings = spdlog::should_log(spdlog::level::debug);
+  if (endpoint.is_server) {
+    HETRUN_ASSIGN_OR_RETURN(endpoint.listen_fd, ListenOnJobAddress(endpoint.host, endpoint.port));
+  }
+  Result<std::unique_ptr<Store>> store = ConnectInterruptibly(endpoint, rdzv);
+  if (!store.ok()) {
+    if (store.status().code() == StatusCode::kDeadlineExceeded) {
+      return DeadlineExceededError(
+          "rendezvous: could not reach the store of node 0 at " + rdzv.endpoint + " within " +
+          FormatDuration(options.rdzv_timeout) +
+          " (node ranks joined: unknown; node 0 missing): " + store.status().message());
+    }
+    return store.status();
+  }
+  return std::make_unique<JobRendezvous>(std::move(*store), std::move(rdzv));
+}
+
+}  // namespace
+
+Result<PreflightResult> RunPreflight(const Topology& topology,
+                                     const std::optional<Inventory>& declared,
+                                     const PreflightOptions& options, const Environment& env) {
+  PreflightResult result;
+  std::optional<ImageScan> scan;
+  HETRUN_ASSIGN_OR_RETURN(NodeRecord mine,
+                          DescribeNode(result, topology, declared, options, env, &scan));
+  if (options.interrupted && options.interrupted() != 0) {
+    return UnavailableError("stopped before the rendezvous");
+  }
+  if (mine.nnodes <= 1) {
     result.records.push_back(mine);
+    HETRUN_RETURN_IF_ERROR(CheckJob(result, mine, scan, options));
+    return result;
   }
-  Status checked = CheckJob(result, mine, scan, options);
-  if (result.rendezvous) {
-    if (!checked.ok()) {
-      // Every node reaches the same verdict; node 0 keeps the store up until the others have
-      // read the records and published their exit code.
-      result.rendezvous->Finish(ExitCodeFor(checked));
-      return checked;
-    }
-    SignalsBlockedForNewThreads blocked;
-    HETRUN_RETURN_IF_ERROR(result.rendezvous->StartHeartbeat());
+  auto started = std::chrono::steady_clock::now();
+  HETRUN_ASSIGN_OR_RETURN(result.rendezvous, OpenRendezvous(topology, options, env));
+  auto opened = std::chrono::steady_clock::now();
+  Result<std::vector<NodeRecord>> records = result.rendezvous->Join(mine);
+  if (!records.ok()) {
+    result.rendezvous->Finish(ExitCodeFor(records.status()));
+    return records.status();
   }
-  HETRUN_RETURN_IF_ERROR(checked);
+  result.records = std::move(*records);
+  auto ms = [](auto d) { return std::chrono::duration_cast<milliseconds>(d).count(); };
+  spdlog::info(
+      "rendezvous at {}:{}: {} nodes in {} ms (library load and connect {} ms, then "
+      "waiting for the others {} ms)",
+      topology.master_addr.value, topology.master_port.value, mine.nnodes,
+      ms(std::chrono::steady_clock::now() - started), ms(opened - started),
+      ms(std::chrono::steady_clock::now() - opened));
+  if (Status checked = CheckJob(result, mine, scan, options); !checked.ok()) {
+    // Every node reaches the same verdict; node 0 keeps the store up until the others have
+    // read the records and published their exit code.
+    result.rendezvous->Finish(ExitCodeFor(checked));
+    return checked;
+  }
+  SignalsBlockedForNewThreads blocked;
+  HETRUN_RETURN_IF_ERROR(result.rendezvous->StartHeartbeat());
   return result;
 }
 
 namespace {
 
-Status CheckJob(PreflightResult& result, const NodeRecord& mine,
-                const std::optional<ImageScan>& scan, const PreflightOptions& options) {
-  // 3. Kernel images for every GPU capability of the job.
+// 3. Kernel images for every GPU capability of the job: each node's own rows, plus the rows the
+// nodes that checked an image publish for the capabilities only other nodes have.
+Status CheckImages(PreflightResult& result, const NodeRecord& mine,
+                   const std::optional<ImageScan>& scan, const PreflightOptions& options) {
   const std::vector<std::string> job_caps = JobCapabilities(result.records);
   std::vector<std::pair<const NodeRecord*, std::vector<ArchRow>>> table_rows;
   std::vector<int> publishers;
@@ -475,7 +513,12 @@ Status CheckJob(PreflightResult& result, const NodeRecord& mine,
     spdlog::info("kernel images run on every GPU of the job ({}):\n{}", fmt::join(job_caps, ", "),
                  result.arch_table);
   }
+  return Status::Ok();
+}
 
+Status CheckJob(PreflightResult& result, const NodeRecord& mine,
+                const std::optional<ImageScan>& scan, const PreflightOptions& options) {
+  HETRUN_RETURN_IF_ERROR(CheckImages(result, mine, scan, options));
   // 4. The memory ceiling over every GPU of the job.
   std::vector<memory::JobGpu> gpus = JobGpus(result.records);
   if (gpus.empty()) {

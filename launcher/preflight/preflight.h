@@ -36,6 +36,10 @@ struct PreflightOptions {
   std::string torch_lib;
   std::optional<std::string> arch_list;
   bool strict = false;
+  /// The run id: part of what the job secret's HMAC covers (records of another job never pass).
+  std::string job_id = "none";
+  /// Polled by every wait (store connect, rendezvous): a shutdown signal's number ends it.
+  InterruptFn interrupted;
 };
 
 /// Adds the "preflight" option group: --rdzv-timeout --peer-timeout --memory-reserve

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "hetrun/base/units.h"
+#include "supervise/signal_set.h"
 
 namespace hetrun::launcher {
 namespace {
@@ -17,19 +18,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr const char* kFirstKey = "hetrun/rdzv/first";
-constexpr const char* kJoinedKey = "hetrun/rdzv/joined";
-constexpr const char* kDoneKey = "hetrun/rdzv/done";
-constexpr const char* kAbortKey = "hetrun/rdzv/abort";
+constexpr milliseconds kWaitSlice{500};  ///< longest blocking wait between abort checks
 
-std::string NodeKey(int rank) {
-  return "hetrun/rdzv/node/" + std::to_string(rank);
+std::string NodeName(int rank) {
+  return "rdzv/node/" + std::to_string(rank);
 }
-std::string BeatKey(int rank) {
-  return "hetrun/hb/" + std::to_string(rank);
+std::string BeatName(int rank) {
+  return "hb/" + std::to_string(rank);
 }
-std::string RoundKey(const std::string& name, int rank) {
-  return "hetrun/round/" + name + "/" + std::to_string(rank);
+std::string RoundName(const std::string& name, int rank) {
+  return "round/" + name + "/" + std::to_string(rank);
 }
 
 std::string RankList(const std::vector<int>& ranks) {
@@ -43,7 +41,12 @@ std::string RankList(const std::vector<int>& ranks) {
 std::optional<int> ExitOf(const std::string& beat) {
   size_t at = beat.find(" exit ");
   if (at == std::string::npos) return std::nullopt;
-  return std::atoi(beat.c_str() + at + 6);
+  Result<int64_t> code = ParseIntInRange(beat.substr(at + 6), 0, 255);
+  return code.ok() ? static_cast<int>(*code) : 255;
+}
+
+std::string Since(Clock::time_point then) {
+  return FormatDuration(std::chrono::duration_cast<milliseconds>(Clock::now() - then));
 }
 
 }  // namespace
@@ -65,10 +68,15 @@ Status DecodeStatus(const std::string& text) {
 }
 
 JobRendezvous::JobRendezvous(std::unique_ptr<Store> store, RendezvousOptions options)
-    : store_(std::move(store)), options_(std::move(options)) {
+    : options_(std::move(options)) {
+  store_ = std::make_unique<DeadlineStore>(std::move(store), options_.peer_timeout,
+                                           "the rendezvous store at " + options_.endpoint,
+                                           options_.interrupted);
   event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (event_fd_ < 0) spdlog::warn("eventfd(peer failure): {}", std::strerror(errno));
-  peer_done_.assign(static_cast<size_t>(std::max(options_.nnodes, 1)), false);
+  peers_.assign(static_cast<size_t>(std::max(options_.nnodes, 1)), Peer{"", Clock::now(), false});
+  peers_[static_cast<size_t>(std::clamp(options_.node_rank, 0, options_.nnodes - 1))].settled =
+      true;
 }
 
 JobRendezvous::~JobRendezvous() {
@@ -77,47 +85,111 @@ JobRendezvous::~JobRendezvous() {
   if (event_fd_ >= 0) close(event_fd_);
 }
 
-Status JobRendezvous::WaitForKeys(const std::vector<std::string>& keys, Clock::time_point deadline,
-                                  const std::string& what) {
-  // Polls with Check rather than the store's blocking wait: c10d logs a warning for every wait
-  // that times out, and the loop must also notice an abort published by another node.
+void JobRendezvous::set_interrupt(InterruptFn interrupted) {
+  options_.interrupted = interrupted;
+  store_->set_interrupt(std::move(interrupted));
+}
+
+Status JobRendezvous::Put(Store& store, const std::string& key, const std::string& payload) {
+  return store.Set(key, options_.auth.Seal(key, payload));
+}
+
+// The payload at `key`; nullopt when it is absent or fails authentication (logged, ignored).
+Result<std::optional<std::string>> JobRendezvous::Fetch(Store& store, const std::string& key) {
+  Result<std::string> raw = store.Get(key);
+  if (!raw.ok()) {
+    if (raw.status().code() == StatusCode::kNotFound) return std::optional<std::string>();
+    return raw.status();
+  }
+  Result<std::string> payload = options_.auth.Open(key, *raw);
+  if (!payload.ok()) {
+    spdlog::warn("ignored a store record: {}", payload.status().message());
+    return std::optional<std::string>();
+  }
+  return std::optional<std::string>(std::move(*payload));
+}
+
+// Sets `key` once (compare-and-set); returns the authentic payload it holds afterwards. A record
+// that fails authentication is replaced, exactly that one, never believed.
+Result<std::string> JobRendezvous::Claim(const std::string& key, const std::string& payload) {
+  const std::string sealed = options_.auth.Seal(key, payload);
+  HETRUN_ASSIGN_OR_RETURN(std::string held, store_->SetIfAbsent(key, sealed));
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Result<std::string> opened = options_.auth.Open(key, held);
+    if (opened.ok()) return *opened;
+    spdlog::warn("ignored a store record: {}", opened.status().message());
+    HETRUN_ASSIGN_OR_RETURN(held, store_->CompareSet(key, held, sealed));
+  }
+  return UnavailableError("store key " + key +
+                          " keeps being overwritten with records that fail "
+                          "authentication");
+}
+
+// Never OK: the status of a wait cut short by a shutdown signal, told to every other node (with
+// a short deadline: this node is exiting).
+Status JobRendezvous::Interrupted(const std::string& where) {
+  int signal = options_.interrupted ? options_.interrupted() : 0;
+  Status status = UnavailableError(
+      "node " + std::to_string(options_.node_rank) + " received " +
+      (signal != 0 ? SignalName(signal) : std::string("a shutdown signal")) + " " + where);
+  store_->set_interrupt({});
+  store_->set_call_timeout(std::min<milliseconds>(options_.peer_timeout, std::chrono::seconds(2)));
+  (void)Claim(Key("rdzv/abort"), EncodeStatus(status));
+  (void)Claim(Key("rdzv/done"), EncodeStatus(status));
+  return status;
+}
+
+Status JobRendezvous::WaitForKeys(const std::vector<std::string>& keys,
+                                  Clock::time_point deadline) {
+  // The store's blocking wait in slices: between slices, an abort another node published and the
+  // signals are looked at. A key whose record fails authentication does not count as set.
   while (true) {
-    Result<bool> all = store_->Check(keys);
-    if (!all.ok()) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return DeadlineExceededError("");
+    Status waited = store_->Wait(keys, std::min(left, kWaitSlice));
+    if (waited.ok()) {
+      bool all = true;
+      for (const std::string& key : keys) {
+        HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> value, Fetch(*store_, key));
+        all = all && value.has_value();
+      }
+      if (all) return Status::Ok();
+      std::this_thread::sleep_for(kWaitSlice);  // a forged key: look again later
+    } else if (waited.code() != StatusCode::kDeadlineExceeded) {
       return UnavailableError("lost the rendezvous store at " + options_.endpoint + ": " +
-                              all.status().message());
+                              waited.message());
     }
-    if (*all) return Status::Ok();
-    Result<bool> aborted = store_->Check({kAbortKey});
-    if (aborted.ok() && *aborted) {
-      HETRUN_ASSIGN_OR_RETURN(std::string text, store_->Get(kAbortKey));
-      return DecodeStatus(text);
-    }
-    if (Clock::now() >= deadline) return DeadlineExceededError(what);
-    std::this_thread::sleep_for(milliseconds(5));
+    HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> abort, Fetch(*store_, Key("rdzv/abort")));
+    if (abort) return DecodeStatus(*abort);
+    if (options_.interrupted && options_.interrupted() != 0) return UnavailableError("");
   }
 }
 
 void JobRendezvous::Fail(const Status& status) {
   if (status.ok()) return;
-  (void)store_->SetIfAbsent(kAbortKey, EncodeStatus(status));
-  (void)store_->SetIfAbsent(kDoneKey, EncodeStatus(status));
+  (void)Claim(Key("rdzv/abort"), EncodeStatus(status));
+  (void)Claim(Key("rdzv/done"), EncodeStatus(status));
 }
 
 Result<std::vector<NodeRecord>> JobRendezvous::Join(const NodeRecord& mine) {
   const auto deadline = Clock::now() + options_.timeout;
+  if (!options_.auth.enabled()) {
+    spdlog::warn(
+        "the rendezvous store at {} is unauthenticated: set HETRUN_JOB_SECRET (or "
+        "HETRUN_JOB_SECRET_FILE) on every node so records from other clients are ignored",
+        options_.endpoint);
+  }
   const std::string encoded = EncodeNodeRecord(mine);
   auto fail = [&](const Status& status) {
     Fail(status);
     return status;
   };
-  HETRUN_ASSIGN_OR_RETURN(std::string first_text, store_->SetIfAbsent(kFirstKey, encoded));
+  HETRUN_ASSIGN_OR_RETURN(std::string first_text, Claim(Key("rdzv/first"), encoded));
   if (first_text != encoded) {
     HETRUN_ASSIGN_OR_RETURN(NodeRecord first, DecodeNodeRecord(first_text));
     if (Status same = CheckSameJob(first, mine); !same.ok()) return fail(same);
   }
-  HETRUN_ASSIGN_OR_RETURN(std::string claimed,
-                          store_->SetIfAbsent(NodeKey(mine.node_rank), encoded));
+  HETRUN_ASSIGN_OR_RETURN(std::string claimed, Claim(Key(NodeName(mine.node_rank)), encoded));
   if (claimed != encoded) {
     Result<NodeRecord> other = DecodeNodeRecord(claimed);
     std::string holder =
@@ -127,34 +199,47 @@ Result<std::vector<NodeRecord>> JobRendezvous::Join(const NodeRecord& mine) {
                                      " [" + mine.instance + "]"));
   }
   claimed_ = true;
-  HETRUN_ASSIGN_OR_RETURN(int64_t joined, store_->Add(kJoinedKey, 1));
+  HETRUN_ASSIGN_OR_RETURN(int64_t joined, store_->Add(Key("rdzv/joined"), 1));
   spdlog::info("rendezvous at {}: joined as node {} ({} of {} nodes so far)", options_.endpoint,
                mine.node_rank, joined, options_.nnodes);
-  if (joined == options_.nnodes) (void)store_->SetIfAbsent(kDoneKey, "ok");
+  if (joined == options_.nnodes) (void)Claim(Key("rdzv/done"), "ok");
+  return WaitForAll(mine, deadline);
+}
 
-  Status waited = WaitForKeys({kDoneKey}, deadline, "");
-  if (waited.code() == StatusCode::kDeadlineExceeded && waited.message().empty()) {
+Result<std::vector<NodeRecord>> JobRendezvous::WaitForAll(const NodeRecord& mine,
+                                                          Clock::time_point deadline) {
+  Status waited = WaitForKeys({Key("rdzv/done")}, deadline);
+  if (!waited.ok() && waited.message().empty()) {
     std::vector<int> present, missing;
     for (int r = 0; r < options_.nnodes; ++r) {
-      Result<bool> has = store_->Check({NodeKey(r)});
+      Result<bool> has = store_->Check({Key(NodeName(r))});
       (has.ok() && *has ? present : missing).push_back(r);
     }
-    return DeadlineExceededError(
-        "rendezvous at " + options_.endpoint + " timed out after " +
-        FormatDuration(options_.timeout) + ": " + std::to_string(present.size()) + " of " +
-        std::to_string(options_.nnodes) + " nodes joined (node ranks joined: " + RankList(present) +
-        "; missing: " + RankList(missing) + ")");
+    std::string joined = std::to_string(present.size()) + " of " + std::to_string(options_.nnodes) +
+                         " nodes joined (node ranks joined: " + RankList(present) +
+                         "; missing: " + RankList(missing) + ")";
+    if (waited.code() == StatusCode::kDeadlineExceeded) {
+      return DeadlineExceededError("rendezvous at " + options_.endpoint + " timed out after " +
+                                   FormatDuration(options_.timeout) + ": " + joined);
+    }
+    return Interrupted("while waiting at the rendezvous " + options_.endpoint + ": " + joined);
+  }
+  if (!waited.ok() && waited.message().find("interrupted by") != std::string::npos) {
+    return Interrupted("while waiting at the rendezvous " + options_.endpoint);
   }
   HETRUN_RETURN_IF_ERROR(waited);
-  HETRUN_ASSIGN_OR_RETURN(std::string done, store_->Get(kDoneKey));
-  HETRUN_RETURN_IF_ERROR(DecodeStatus(done));
-
+  HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> done, Fetch(*store_, Key("rdzv/done")));
+  HETRUN_RETURN_IF_ERROR(DecodeStatus(done.value_or("ok")));
   std::vector<NodeRecord> records;
   for (int r = 0; r < options_.nnodes; ++r) {
-    HETRUN_ASSIGN_OR_RETURN(std::string text, store_->Get(NodeKey(r)));
-    HETRUN_ASSIGN_OR_RETURN(NodeRecord record, DecodeNodeRecord(text));
+    HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> text, Fetch(*store_, Key(NodeName(r))));
+    if (!text)
+      return InvalidArgumentError("rendezvous: the record of node " + std::to_string(r) +
+                                  " is missing or failed authentication");
+    HETRUN_ASSIGN_OR_RETURN(NodeRecord record, DecodeNodeRecord(*text));
     records.push_back(std::move(record));
   }
+  (void)mine;
   HETRUN_RETURN_IF_ERROR(ValidateJob(records));
   return records;
 }
@@ -164,46 +249,67 @@ Result<std::vector<std::string>> JobRendezvous::Exchange(const std::string& name
                                                          const std::string& value) {
   const auto deadline = Clock::now() + options_.timeout;
   std::vector<std::string> keys;
-  for (int r : publishers) keys.push_back(RoundKey(name, r));
+  for (int r : publishers) keys.push_back(Key(RoundName(name, r)));
   if (std::find(publishers.begin(), publishers.end(), options_.node_rank) != publishers.end()) {
-    HETRUN_RETURN_IF_ERROR(store_->Set(RoundKey(name, options_.node_rank), value));
+    HETRUN_RETURN_IF_ERROR(Put(*store_, Key(RoundName(name, options_.node_rank)), value));
   }
-  Status waited = WaitForKeys(keys, deadline, "");
-  if (waited.code() == StatusCode::kDeadlineExceeded && waited.message().empty()) {
+  Status waited = WaitForKeys(keys, deadline);
+  if (!waited.ok() &&
+      (waited.message().empty() || waited.message().find("interrupted by") != std::string::npos)) {
     std::vector<int> missing;
     for (int r : publishers) {
-      Result<bool> has = store_->Check({RoundKey(name, r)});
+      Result<bool> has = store_->Check({Key(RoundName(name, r))});
       if (!has.ok() || !*has) missing.push_back(r);
     }
-    return DeadlineExceededError("rendezvous round '" + name + "' timed out after " +
-                                 FormatDuration(options_.timeout) +
-                                 " (missing node ranks: " + RankList(missing) + ")");
+    std::string where = "round '" + name + "' (missing node ranks: " + RankList(missing) + ")";
+    if (waited.code() == StatusCode::kDeadlineExceeded) {
+      return DeadlineExceededError("rendezvous " + where + " timed out after " +
+                                   FormatDuration(options_.timeout));
+    }
+    return Interrupted("while waiting for rendezvous " + where);
   }
   HETRUN_RETURN_IF_ERROR(waited);
   std::vector<std::string> values;
   for (const std::string& key : keys) {
-    HETRUN_ASSIGN_OR_RETURN(std::string text, store_->Get(key));
-    values.push_back(std::move(text));
+    HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> text, Fetch(*store_, key));
+    if (!text) return InvalidArgumentError("rendezvous: " + key + " failed authentication");
+    values.push_back(std::move(*text));
   }
   return values;
 }
 
 Status JobRendezvous::StartHeartbeat() {
   HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<Store> clone, store_->Clone());
-  HETRUN_RETURN_IF_ERROR(store_->Set(BeatKey(options_.node_rank), "0 running"));
+  if (options_.node_rank != 0) {
+    HETRUN_RETURN_IF_ERROR(Put(*store_, Key(BeatName(options_.node_rank)), "0 running"));
+  }
   claimed_ = true;  // only a launcher that holds its rank beats for it
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Peer& peer : peers_) peer.changed = Clock::now();
+  }
   heartbeat_ =
       std::thread([this, store = std::move(clone)]() mutable { HeartbeatLoop(std::move(store)); });
   return Status::Ok();
+}
+
+void JobRendezvous::SendSigtermLocked() {
+  if (options_.sigterm_on_peer_failure && sigterm_armed_ && peer_failure_ &&
+      kill(getpid(), SIGTERM) != 0) {
+    spdlog::warn("kill(self, SIGTERM): {}", std::strerror(errno));
+  }
 }
 
 void JobRendezvous::ArmSigterm() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (sigterm_armed_) return;
   sigterm_armed_ = true;
-  if (options_.sigterm_on_peer_failure && peer_failure_ && kill(getpid(), SIGTERM) != 0) {
-    spdlog::warn("kill(self, SIGTERM): {}", std::strerror(errno));
-  }
+  SendSigtermLocked();
+}
+
+void JobRendezvous::DisarmSigterm() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  sigterm_armed_ = false;
 }
 
 void JobRendezvous::SetPeerFailure(Status status) {
@@ -211,9 +317,7 @@ void JobRendezvous::SetPeerFailure(Status status) {
   if (peer_failure_) return;
   spdlog::error("{}", status.message());
   peer_failure_ = std::move(status);
-  if (options_.sigterm_on_peer_failure && sigterm_armed_ && kill(getpid(), SIGTERM) != 0) {
-    spdlog::warn("kill(self, SIGTERM): {}", std::strerror(errno));
-  }
+  SendSigtermLocked();
   if (event_fd_ >= 0) {
     uint64_t one = 1;
     if (write(event_fd_, &one, sizeof(one)) < 0) {
@@ -227,50 +331,93 @@ std::optional<Status> JobRendezvous::PeerFailure() const {
   return peer_failure_;
 }
 
-void JobRendezvous::HeartbeatLoop(std::unique_ptr<Store> store) {
-  const int n = options_.nnodes;
-  std::vector<std::string> last(n);
-  std::vector<Clock::time_point> changed(n, Clock::now());
-  uint64_t seq = 0;
-  while (!stop_) {
-    int code = exit_code_.load();
-    std::string beat =
-        std::to_string(++seq) + (code < 0 ? " running" : " exit " + std::to_string(code));
-    Status set = store->Set(BeatKey(options_.node_rank), beat);
-    if (!set.ok() && !PeerFailure()) {
-      SetPeerFailure(UnavailableError("lost the rendezvous store on node 0 (" + options_.endpoint +
-                                      "): " + set.message()));
+bool JobRendezvous::AllPeersSettled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::all_of(peers_.begin(), peers_.end(), [](const Peer& p) { return p.settled; });
+}
+
+// Node r > 0: one beat out, node 0's aggregate in.
+void JobRendezvous::BeatRound(Store& store, uint64_t seq, std::string& last_live,
+                              Clock::time_point& live_changed) {
+  int code = exit_code_.load();
+  std::string beat =
+      std::to_string(seq) + (code < 0 ? " running" : " exit " + std::to_string(code));
+  Status set = Put(store, Key(BeatName(options_.node_rank)), beat);
+  Result<std::optional<std::string>> live =
+      set.ok() ? Fetch(store, Key("live")) : Result<std::optional<std::string>>(set);
+  if (!live.ok()) {
+    SetPeerFailure(UnavailableError("lost the rendezvous store on node 0 (" + options_.endpoint +
+                                    "): " + live.status().message()));
+    return;
+  }
+  if (*live && **live != last_live) {
+    last_live = **live;
+    live_changed = Clock::now();
+    size_t a = last_live.find('\n');
+    size_t b = a == std::string::npos ? a : last_live.find('\n', a + 1);
+    if (b == std::string::npos) return;
+    Status failure = DecodeStatus(last_live.substr(b + 1));
+    std::optional<int> node0 = ExitOf(" " + last_live.substr(a + 1, b - a - 1));
+    if (!failure.ok()) {
+      SetPeerFailure(UnavailableError(failure.message() + " (seen by node 0)"));
+    } else if (node0 && *node0 != 0) {
+      SetPeerFailure(UnavailableError("node 0 exited with " + std::to_string(*node0) +
+                                      "; stopping this node's workers"));
     }
-    for (int r = 0; r < n && set.ok() && !PeerFailure(); ++r) {
-      if (r == options_.node_rank) continue;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (peer_done_[r]) continue;
-      }
-      Result<std::string> value = store->Get(BeatKey(r));
-      auto now = Clock::now();
-      if (value.ok() && *value != last[r]) {
-        last[r] = *value;
-        changed[r] = now;
-        if (std::optional<int> exited = ExitOf(*value)) {
-          if (*exited == 0) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            peer_done_[r] = true;
-          } else {
-            SetPeerFailure(UnavailableError("node " + std::to_string(r) + " exited with " +
-                                            std::to_string(*exited) +
-                                            "; stopping this node's workers"));
+  } else if (Clock::now() - live_changed > options_.peer_timeout) {
+    SetPeerFailure(UnavailableError("node 0 lost: no heartbeat for " + Since(live_changed) +
+                                    " (peer timeout " + FormatDuration(options_.peer_timeout) +
+                                    ")"));
+  }
+}
+
+// Node 0: reads the beats of the nodes still running, then publishes one aggregate.
+void JobRendezvous::AggregateRound(Store& store, uint64_t seq, bool report) {
+  for (int r = 0; r < options_.nnodes; ++r) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (peers_[r].settled) continue;
+    }
+    Result<std::optional<std::string>> value = Fetch(store, Key(BeatName(r)));
+    std::optional<Status> failure;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Peer& peer = peers_[r];
+      if (value.ok() && *value && **value != peer.last) {
+        peer.last = **value;
+        peer.changed = Clock::now();
+        if (std::optional<int> exited = ExitOf(peer.last)) {
+          peer.settled = true;
+          if (*exited != 0) {
+            failure = UnavailableError("node " + std::to_string(r) + " exited with " +
+                                       std::to_string(*exited) + "; stopping this node's workers");
           }
         }
-      } else if (!value.ok() && value.status().code() != StatusCode::kNotFound) {
-        SetPeerFailure(UnavailableError("lost the rendezvous store on node 0 (" +
-                                        options_.endpoint + "): " + value.status().message()));
-      } else if (now - changed[r] > options_.peer_timeout) {
-        SetPeerFailure(UnavailableError(
-            "node " + std::to_string(r) + " lost: no heartbeat for " +
-            FormatDuration(std::chrono::duration_cast<milliseconds>(now - changed[r])) +
-            " (peer timeout " + FormatDuration(options_.peer_timeout) + ")"));
+      } else if (Clock::now() - peer.changed > options_.peer_timeout) {
+        peer.settled = true;  // lost: never waited for again
+        failure = UnavailableError("node " + std::to_string(r) + " lost: no heartbeat for " +
+                                   Since(peer.changed) + " (peer timeout " +
+                                   FormatDuration(options_.peer_timeout) + ")");
       }
+    }
+    if (failure && report) SetPeerFailure(*failure);
+  }
+  int code = exit_code_.load();
+  std::optional<Status> failure = PeerFailure();
+  (void)Put(store, Key("live"),
+            std::to_string(seq) + "\n" + (code < 0 ? "running" : "exit " + std::to_string(code)) +
+                "\n" + EncodeStatus(failure.value_or(Status::Ok())));
+}
+
+void JobRendezvous::HeartbeatLoop(std::unique_ptr<Store> store) {
+  std::string last_live;
+  Clock::time_point live_changed = Clock::now();
+  uint64_t seq = 0;
+  while (!stop_) {
+    if (options_.node_rank == 0) {
+      AggregateRound(*store, ++seq, true);
+    } else {
+      BeatRound(*store, ++seq, last_live, live_changed);
     }
     // Sleep in small steps so Finish() and the destructor are not held up.
     auto until = Clock::now() + options_.heartbeat_interval;
@@ -280,35 +427,45 @@ void JobRendezvous::HeartbeatLoop(std::unique_ptr<Store> store) {
 
 void JobRendezvous::Finish(int exit_code) {
   exit_code_ = exit_code;
-  // Stop watching first: once this node's exit code is out, node 0 may close the store.
+  auto interrupted = [&] { return options_.interrupted && options_.interrupted() != 0; };
+  if (options_.node_rank == 0 && options_.nnodes > 1) {
+    // The workers' store lives in this process: keep it up until every other node has finished
+    // or is lost. The heartbeat thread keeps aggregating (the others read its record); without
+    // one (the rendezvous failed), this thread watches the nodes that joined.
+    if (!heartbeat_.joinable()) {
+      for (int r = 1; r < options_.nnodes; ++r) {
+        Result<bool> joined = store_->Check({Key(NodeName(r))});
+        std::lock_guard<std::mutex> lock(mutex_);
+        peers_[r].settled = !joined.ok() || !*joined;
+        peers_[r].changed = Clock::now();
+      }
+    }
+    std::vector<int> waiting;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int r = 0; r < options_.nnodes; ++r) {
+        if (!peers_[r].settled) waiting.push_back(r);
+      }
+    }
+    if (!waiting.empty()) {
+      spdlog::info("node 0 hosts the store: waiting for node(s) {} to finish", RankList(waiting));
+    }
+    uint64_t seq = 1u << 30;
+    while (!AllPeersSettled() && !interrupted()) {
+      if (!heartbeat_.joinable()) AggregateRound(*store_, ++seq, false);
+      auto until =
+          Clock::now() + (heartbeat_.joinable() ? milliseconds(20) : options_.heartbeat_interval);
+      while (Clock::now() < until && !AllPeersSettled() && !interrupted()) {
+        std::this_thread::sleep_for(milliseconds(20));
+      }
+    }
+  }
   stop_ = true;
   if (heartbeat_.joinable()) heartbeat_.join();
   // A launcher that lost the claim on its node rank must not speak for the one that holds it.
-  if (claimed_) {
-    (void)store_->Set(BeatKey(options_.node_rank), "final exit " + std::to_string(exit_code));
-  }
-  if (options_.node_rank == 0 && options_.nnodes > 1) {
-    // The workers' store lives in this process: keep it up until every other node is finished
-    // (published an exit code) or lost (no beat change for peer_timeout).
-    std::vector<std::string> last(options_.nnodes);
-    std::vector<Clock::time_point> changed(options_.nnodes, Clock::now());
-    while (true) {
-      bool waiting = false;
-      for (int r = 1; r < options_.nnodes; ++r) {
-        Result<bool> joined = store_->Check({NodeKey(r)});
-        if (!joined.ok() || !*joined) continue;  // never joined: nothing of ours to read
-        Result<std::string> value = store_->Get(BeatKey(r));
-        if (value.ok() && ExitOf(*value)) continue;
-        auto now = Clock::now();
-        if (value.ok() && *value != last[r]) {
-          last[r] = *value;
-          changed[r] = now;
-        }
-        if (now - changed[r] <= options_.peer_timeout) waiting = true;
-      }
-      if (!waiting) break;
-      std::this_thread::sleep_for(milliseconds(100));
-    }
+  if (claimed_ && options_.node_rank != 0) {
+    (void)Put(*store_, Key(BeatName(options_.node_rank)),
+              "final exit " + std::to_string(exit_code));
   }
 }
 

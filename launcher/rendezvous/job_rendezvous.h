@@ -1,13 +1,18 @@
-// The job-wide rendezvous of the launchers (one per node) over a Store, and the heartbeats that
-// notice a node that vanishes afterwards. Store keys (all under "hetrun/"):
+// The job-wide rendezvous of the launchers (one per node) over a Store, and the liveness watch
+// that notices a node that vanishes afterwards. Store keys (under RecordAuth::key_prefix(),
+// "hetrun/" without a job secret; every value sealed by RecordAuth):
 //   rdzv/first        the first joiner's record: every later joiner checks it belongs to the same
 //                     job (nnodes, world size, hetrun and NCCL versions) -> exit 78 naming both
 //   rdzv/node/<r>     node r's record, claimed once: a second claimant -> exit 78 naming both
 //   rdzv/joined       counter; the joiner that makes it nnodes sets rdzv/done
 //   rdzv/done         "ok", or an encoded error that every waiting node returns as its own
 //   round/<name>/<r>  later all-gathers among the nodes (the job-wide kernel-image verdicts)
-//   hb/<r>            "<seq> running" every heartbeat interval, "<seq> exit <code>" at the end
-// Every node reads the same records and runs the same checks, so all reach the same verdict.
+//   hb/<r>            node r > 0: "<seq> running" every heartbeat interval, "<seq> exit <code>"
+//   live              node 0's aggregate, every interval: "<seq>\n<node 0: running | exit N>\n
+//                     <ok | the first failure it saw>"
+// Liveness is linear in the node count: every node writes one beat and reads one record per
+// interval; only node 0 reads the beats. Waits use the store's blocking wait in slices.
+// Every call has a deadline (DeadlineStore): a frozen node 0 is noticed within --peer-timeout.
 #pragma once
 
 #include <atomic>
@@ -21,6 +26,8 @@
 
 #include "hetrun/base/status.h"
 #include "hetrun/job/node_record.h"
+#include "rendezvous/deadline_store.h"
+#include "rendezvous/record_auth.h"
 #include "rendezvous/rendezvous_api.h"
 
 namespace hetrun::launcher {
@@ -31,14 +38,18 @@ struct RendezvousOptions {
   std::string endpoint;  ///< "MASTER_ADDR:MASTER_PORT", for messages
   /// --rdzv-timeout: how long to wait for every node (and for each later round).
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
-  /// How often a node beats, and after how long without a beat a peer counts as lost.
+  /// How often a node beats, and after how long without a beat a peer counts as lost. No store
+  /// call waits longer than peer_timeout for an answer.
   std::chrono::milliseconds heartbeat_interval{std::chrono::seconds(1)};
   std::chrono::milliseconds peer_timeout{std::chrono::seconds(15)};
   /// On a peer failure, also send SIGTERM to this process, so the supervisor's signal loop stops
   /// the local workers at once (hetrun run); the caller then reports PeerFailure() (exit 75).
-  /// Only once ArmSigterm() was called: before the supervisor blocks SIGTERM, the signal would
-  /// kill hetrun by its default action.
+  /// Only between ArmSigterm() and DisarmSigterm().
   bool sigterm_on_peer_failure = false;
+  /// Polled by every wait of the calling thread: a shutdown signal received (its number) ends
+  /// Join, Exchange and node 0's final wait in Finish at once.
+  InterruptFn interrupted;
+  RecordAuth auth;
 };
 
 class JobRendezvous {
@@ -51,7 +62,7 @@ class JobRendezvous {
   /// Publishes `mine` and waits for every node. Returns all records ordered by node rank, checked
   /// with ValidateJob. kDeadlineExceeded (exit 75) listing joined and missing node ranks;
   /// kInvalidArgument (exit 78) for a duplicate rank or a different job; kUnavailable when the
-  /// store is lost.
+  /// store is lost or a shutdown signal arrived (the other nodes are then told).
   Result<std::vector<NodeRecord>> Join(const NodeRecord& mine);
 
   /// All-gather of one string among `publishers` (node ranks): this node publishes `value` when
@@ -64,33 +75,56 @@ class JobRendezvous {
   /// Tells every node waiting in Join or Exchange to fail with `status` (same code, same text).
   void Fail(const Status& status);
 
-  /// Starts beating and watching the peers on a background thread (its own store connection).
+  /// Starts beating and watching on a background thread (its own store connection).
   Status StartHeartbeat();
 
   /// The first peer failure seen: a node without a beat for peer_timeout, a node that exited with
-  /// a non-zero code, or the store (node 0) lost. kUnavailable (exit 75). nullopt while all is
-  /// well.
+  /// a non-zero code, or the store (node 0) lost or frozen. kUnavailable (exit 75). nullopt while
+  /// all is well.
   std::optional<Status> PeerFailure() const;
 
   /// Called once the supervisor reads SIGTERM from its signalfd: from now on a peer failure sends
   /// SIGTERM (with sigterm_on_peer_failure), and one seen before is sent now.
   void ArmSigterm();
+  /// Called when supervision ends: no more SIGTERM to self.
+  void DisarmSigterm();
+
+  /// Replaces the interrupt poll (hetrun run installs a new signal watch for the final wait).
+  void set_interrupt(InterruptFn interrupted);
 
   /// A file descriptor that becomes readable when PeerFailure() is set (for a poll loop).
   int peer_failure_fd() const { return event_fd_; }
 
   /// Publishes this node's exit code. Node 0 hosts the store, so it then waits until every other
-  /// node that joined has published its own or is lost (no beat change for peer_timeout): the
-  /// workers' store, and the records the others still read, must outlive them.
+  /// node that joined has published its own or is lost (no beat change for peer_timeout since
+  /// its last one; a node already declared lost is not waited for again), or until interrupted.
   void Finish(int exit_code);
 
  private:
-  Status WaitForKeys(const std::vector<std::string>& keys,
-                     std::chrono::steady_clock::time_point deadline, const std::string& what);
-  void HeartbeatLoop(std::unique_ptr<Store> store);
-  void SetPeerFailure(Status status);
+  struct Peer {
+    std::string last;
+    std::chrono::steady_clock::time_point changed;
+    bool settled = false;  ///< exited or lost: nothing more to wait for
+  };
 
-  std::unique_ptr<Store> store_;
+  std::string Key(const std::string& name) const { return options_.auth.key_prefix() + name; }
+  Status Put(Store& store, const std::string& key, const std::string& payload);
+  Result<std::optional<std::string>> Fetch(Store& store, const std::string& key);
+  Result<std::string> Claim(const std::string& key, const std::string& payload);
+  Result<std::vector<NodeRecord>> WaitForAll(const NodeRecord& mine,
+                                             std::chrono::steady_clock::time_point deadline);
+  Status WaitForKeys(const std::vector<std::string>& keys,
+                     std::chrono::steady_clock::time_point deadline);
+  Status Interrupted(const std::string& where);
+  void HeartbeatLoop(std::unique_ptr<Store> store);
+  void BeatRound(Store& store, uint64_t seq, std::string& last_live,
+                 std::chrono::steady_clock::time_point& live_changed);
+  void AggregateRound(Store& store, uint64_t seq, bool report);
+  bool AllPeersSettled() const;
+  void SetPeerFailure(Status status);
+  void SendSigtermLocked();
+
+  std::unique_ptr<DeadlineStore> store_;
   RendezvousOptions options_;
   int event_fd_ = -1;
   std::thread heartbeat_;
@@ -98,9 +132,9 @@ class JobRendezvous {
   std::atomic<int> exit_code_{-1};  ///< set by Finish; the heartbeat publishes it
   mutable std::mutex mutex_;
   std::optional<Status> peer_failure_;
-  std::vector<bool> peer_done_;  ///< guarded by mutex_: peers that published exit 0
-  bool claimed_ = false;         ///< this launcher holds its node rank (Join claimed it)
-  bool sigterm_armed_ = false;   ///< guarded by mutex_: see ArmSigterm
+  std::vector<Peer> peers_;     ///< guarded by mutex_; node 0's view of the others
+  bool claimed_ = false;        ///< this launcher holds its node rank (Join claimed it)
+  bool sigterm_armed_ = false;  ///< guarded by mutex_: see ArmSigterm
 };
 
 /// "ok" or "<code number> <message>", for rdzv/done.

@@ -31,6 +31,10 @@ class Store {
   /// Sets `key` to `desired` when it is not set yet; returns the value it has afterwards (so the
   /// caller won when the result equals `desired`).
   virtual Result<std::string> SetIfAbsent(const std::string& key, const std::string& desired) = 0;
+  /// Sets `key` to `desired` when its value is `expected` now; returns the value it has
+  /// afterwards. (Replaces a record that failed authentication, exactly that one.)
+  virtual Result<std::string> CompareSet(const std::string& key, const std::string& expected,
+                                         const std::string& desired) = 0;
   /// Adds `delta` to the counter `key` (0 when absent) and returns the new value.
   virtual Result<int64_t> Add(const std::string& key, int64_t delta) = 0;
   /// Waits until every key is set; kDeadlineExceeded after `timeout`.
@@ -48,12 +52,18 @@ struct StoreEndpoint {
   bool is_server = false;
   /// How long a client keeps retrying to connect (the server may start later).
   std::chrono::milliseconds connect_timeout{std::chrono::minutes(10)};
+  /// Server only: a socket already bound to the job's address and listening (-1: let the store
+  /// bind the port on every interface). The store takes it over.
+  int listen_fd = -1;
+  /// libtorch's own warnings (c10d logs one for every blocking wait that times out, and hetrun
+  /// waits in slices): shown only when hetrun logs at debug level.
+  bool library_warnings = false;
 };
 
 /// The C-linkage entry point of libhetrun_rendezvous.so, looked up with dlsym. The library and
 /// the launcher come from the same build; the version in the name changes with this interface.
 /// Returns a StatusCode (0 = ok) and sets *store or *error.
-inline constexpr const char* kOpenTcpStoreSymbol = "hetrun_open_tcp_store_v1";
+inline constexpr const char* kOpenTcpStoreSymbol = "hetrun_open_tcp_store_v2";
 using OpenTcpStoreFn = int (*)(const StoreEndpoint* endpoint, Store** store, std::string* error);
 
 /// Loads libhetrun_rendezvous.so (next to the binary: $ORIGIN/../lib; or the build tree's lib

@@ -1,5 +1,7 @@
 // libhetrun_rendezvous.so: launcher/rendezvous/rendezvous_api.h's Store over libtorch's
 // c10d::TCPStore. Every c10 exception is caught here: none crosses into the launcher.
+#include <c10/util/Logging.h>
+
 #include <exception>
 #include <string>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -62,6 +64,15 @@ class TcpStore final : public Store {
     }
   }
 
+  Result<std::string> CompareSet(const std::string& key, const std::string& expected,
+                                 const std::string& desired) override {
+    try {
+      return Text(store_->compareSet(key, Bytes(expected), Bytes(desired)));
+    } catch (const std::exception& e) {
+      return FromException("compareSet " + key, e);
+    }
+  }
+
   Result<int64_t> Add(const std::string& key, int64_t delta) override {
     try {
       return store_->add(key, delta);
@@ -102,16 +113,20 @@ class TcpStore final : public Store {
 }  // namespace
 }  // namespace hetrun::launcher
 
-extern "C" __attribute__((visibility("default"))) int hetrun_open_tcp_store_v1(
+extern "C" __attribute__((visibility("default"))) int hetrun_open_tcp_store_v2(
     const hetrun::launcher::StoreEndpoint* endpoint, hetrun::launcher::Store** store,
     std::string* error) {
   using namespace hetrun::launcher;
   try {
+    // c10 level 2 = ERROR: c10d's warnings (a line for every timed-out wait slice) stay quiet.
+    if (!endpoint->library_warnings) FLAGS_caffe2_log_level = std::max(FLAGS_caffe2_log_level, 2);
     c10d::TCPStoreOptions options;
     options.port = static_cast<std::uint16_t>(endpoint->port);
     options.isServer = endpoint->is_server;
     options.waitWorkers = false;  // hetrun's rendezvous counts nodes itself, with a listing
     options.timeout = endpoint->connect_timeout;
+    if (endpoint->is_server && endpoint->listen_fd >= 0)
+      options.masterListenFd = endpoint->listen_fd;
     auto tcp = c10::make_intrusive<c10d::TCPStore>(endpoint->host, options);
     *store = new TcpStore(std::move(tcp));
     return 0;

@@ -42,6 +42,14 @@ class InMemoryStore final : public Store {
     if (state_->down) return UnavailableError("connection reset");
     return state_->data.emplace(key, desired).first->second;
   }
+  Result<std::string> CompareSet(const std::string& key, const std::string& expected,
+                                 const std::string& desired) override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->down) return UnavailableError("connection reset");
+    std::string& value = state_->data[key];
+    if (value == expected) value = desired;
+    return value;
+  }
   Result<int64_t> Add(const std::string& key, int64_t delta) override {
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->down) return UnavailableError("connection reset");

@@ -1,0 +1,51 @@
+// Authenticated records for hetrun's own keys in the rendezvous store. With a per-job secret
+// (HETRUN_JOB_SECRET, or the file named by HETRUN_JOB_SECRET_FILE) every record hetrun writes
+// carries an HMAC-SHA256 over the job id, the full key and the payload, so a record cannot be
+// forged, nor replayed under another key or by another job; the keys also live under a prefix
+// derived from the secret, which a client without it cannot name. A record that fails
+// verification is logged by the caller and ignored, never acted on.
+//
+// Without a secret, records are plain text and anyone who can reach the store port can write
+// them (hetrun logs that once). Either way a record above kMaxRecordBytes is refused unread
+// (the store server itself still holds whatever a client sends it: see the README).
+#pragma once
+
+#include <string>
+
+#include "hetrun/base/env.h"
+#include "hetrun/base/status.h"
+
+namespace hetrun::launcher {
+
+class RecordAuth {
+ public:
+  /// The largest record hetrun accepts from the store (its node records are a few KiB).
+  static constexpr size_t kMaxRecordBytes = size_t{1} << 20;
+
+  RecordAuth() = default;  ///< no secret: plain records
+  /// `job_id` ties the records to one job (the run id; "none" when not set).
+  RecordAuth(std::string secret, std::string job_id);
+
+  bool enabled() const { return !secret_.empty(); }
+  /// "hetrun/" without a secret; "hetrun/<16 hex digits derived from the secret>/" with one.
+  const std::string& key_prefix() const { return key_prefix_; }
+
+  /// The record to store at `key`: the payload, plus "\n#hmac-sha256:<hex>" with a secret.
+  std::string Seal(const std::string& key, const std::string& payload) const;
+  /// The payload of `record` read from `key`; kInvalidArgument when it is too large or, with a
+  /// secret, carries no valid MAC for this job and key.
+  Result<std::string> Open(const std::string& key, const std::string& record) const;
+
+ private:
+  std::string Mac(const std::string& key, const std::string& payload) const;
+
+  std::string secret_;
+  std::string job_id_;
+  std::string key_prefix_ = "hetrun/";
+};
+
+/// The job's secret: HETRUN_JOB_SECRET, else the contents of HETRUN_JOB_SECRET_FILE (a trailing
+/// newline dropped), else "". An unreadable or empty file is an error naming it.
+Result<std::string> JobSecret(const Environment& env);
+
+}  // namespace hetrun::launcher
