@@ -80,6 +80,10 @@ DeadlineStore::~DeadlineStore() {
   }
 }
 
+uint64_t DeadlineStore::RequestCount() const {
+  return shared_->inner->RequestCount();  // the inner store counts atomically
+}
+
 bool DeadlineStore::broken() const {
   std::lock_guard<std::mutex> lock(shared_->mutex);
   return shared_->broken;

@@ -49,6 +49,8 @@ class DeadlineStore final : public Store {
   /// A new connection with its own thread and the same call timeout (no interrupt).
   Result<std::unique_ptr<Store>> Clone() override;
 
+  uint64_t RequestCount() const override;
+
   /// Whether a call missed its deadline (the connection is then abandoned).
   bool broken() const;
 

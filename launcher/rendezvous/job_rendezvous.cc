@@ -280,6 +280,11 @@ Result<std::vector<std::string>> JobRendezvous::Exchange(const std::string& name
 
 Status JobRendezvous::StartHeartbeat() {
   HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<Store> clone, store_->Clone());
+  // A beat that gets no answer fails once the last good one is peer_timeout old: detection
+  // within the peer timeout, not an interval later.
+  static_cast<DeadlineStore*>(clone.get())
+      ->set_call_timeout(std::max(options_.peer_timeout - options_.heartbeat_interval,
+                                  options_.heartbeat_interval));
   if (options_.node_rank != 0) {
     HETRUN_RETURN_IF_ERROR(Put(*store_, Key(BeatName(options_.node_rank)), "0 running"));
   }
@@ -411,7 +416,8 @@ void JobRendezvous::AggregateRound(Store& store, uint64_t seq, bool report) {
 
 void JobRendezvous::HeartbeatLoop(std::unique_ptr<Store> store) {
   std::string last_live;
-  Clock::time_point live_changed = Clock::now();
+  const Clock::time_point started = Clock::now();
+  Clock::time_point live_changed = started;
   uint64_t seq = 0;
   while (!stop_) {
     if (options_.node_rank == 0) {
@@ -423,6 +429,10 @@ void JobRendezvous::HeartbeatLoop(std::unique_ptr<Store> store) {
     auto until = Clock::now() + options_.heartbeat_interval;
     while (!stop_ && Clock::now() < until) std::this_thread::sleep_for(milliseconds(20));
   }
+  double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  spdlog::debug("heartbeat: {} store requests in {:.3f} s ({:.2f}/s, node {} of {})",
+                store->RequestCount(), seconds, store->RequestCount() / std::max(seconds, 1e-3),
+                options_.node_rank, options_.nnodes);
 }
 
 void JobRendezvous::Finish(int exit_code) {

@@ -43,6 +43,9 @@ class Store {
   virtual Result<bool> Check(const std::vector<std::string>& keys) = 0;
   /// A second connection to the same store (for another thread).
   virtual Result<std::unique_ptr<Store>> Clone() = 0;
+  /// Requests this connection has sent to the server so far (0 when not counted): the load
+  /// `make bench` reports.
+  virtual uint64_t RequestCount() const { return 0; }
 };
 
 /// Where to meet. `is_server`: this process hosts the store (node 0).

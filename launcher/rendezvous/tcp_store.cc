@@ -2,6 +2,7 @@
 // c10d::TCPStore. Every c10 exception is caught here: none crosses into the launcher.
 #include <c10/util/Logging.h>
 
+#include <atomic>
 #include <exception>
 #include <string>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -37,8 +38,11 @@ class TcpStore final : public Store {
  public:
   explicit TcpStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
 
+  uint64_t RequestCount() const override { return requests_.load(); }
+
   Status Set(const std::string& key, const std::string& value) override {
     try {
+      requests_ += 1;
       store_->set(key, Bytes(value));
       return Status::Ok();
     } catch (const std::exception& e) {
@@ -48,7 +52,9 @@ class TcpStore final : public Store {
 
   Result<std::string> Get(const std::string& key) override {
     try {
+      requests_ += 1;
       if (!store_->check({key})) return NotFoundError("store key " + key + " is not set");
+      requests_ += 1;
       return Text(store_->get(key));
     } catch (const std::exception& e) {
       return FromException("get " + key, e);
@@ -57,6 +63,7 @@ class TcpStore final : public Store {
 
   Result<std::string> SetIfAbsent(const std::string& key, const std::string& desired) override {
     try {
+      requests_ += 1;
       // compareSet with an empty expected value sets a missing key and returns the stored value.
       return Text(store_->compareSet(key, {}, Bytes(desired)));
     } catch (const std::exception& e) {
@@ -67,6 +74,7 @@ class TcpStore final : public Store {
   Result<std::string> CompareSet(const std::string& key, const std::string& expected,
                                  const std::string& desired) override {
     try {
+      requests_ += 1;
       return Text(store_->compareSet(key, Bytes(expected), Bytes(desired)));
     } catch (const std::exception& e) {
       return FromException("compareSet " + key, e);
@@ -75,6 +83,7 @@ class TcpStore final : public Store {
 
   Result<int64_t> Add(const std::string& key, int64_t delta) override {
     try {
+      requests_ += 1;
       return store_->add(key, delta);
     } catch (const std::exception& e) {
       return FromException("add " + key, e);
@@ -83,6 +92,7 @@ class TcpStore final : public Store {
 
   Status Wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
     try {
+      requests_ += 1;
       store_->wait(keys, timeout);
       return Status::Ok();
     } catch (const std::exception& e) {
@@ -92,6 +102,7 @@ class TcpStore final : public Store {
 
   Result<bool> Check(const std::vector<std::string>& keys) override {
     try {
+      requests_ += 1;
       return store_->check(keys);
     } catch (const std::exception& e) {
       return FromException("check", e);
@@ -108,6 +119,7 @@ class TcpStore final : public Store {
 
  private:
   c10::intrusive_ptr<c10d::Store> store_;
+  std::atomic<uint64_t> requests_{0};
 };
 
 }  // namespace

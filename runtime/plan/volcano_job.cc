@@ -46,7 +46,66 @@ Json JobSpec(const ClusterSpec& cluster, int64_t pods) {
           {"policies", PoliciesJson()}};
 }
 
+// hetrun's worst case after SIGTERM: the default grace period (30 s, Kubernetes' default
+// terminationGracePeriodSeconds), node 0's final wait for the others (the default peer timeout,
+// 15 s), and a margin. The pods get this period, and hetrun reads it back to check the sum.
+constexpr int64_t kHetrunGraceSeconds = 30;
+constexpr int64_t kHetrunPeerTimeoutSeconds = 15;
+constexpr int64_t kPodGraceMarginSeconds = 15;
+constexpr int64_t kPodGraceSeconds =
+    kHetrunGraceSeconds + kHetrunPeerTimeoutSeconds + kPodGraceMarginSeconds;
+
+std::string SecretName(const ClusterSpec& cluster) {
+  return cluster.job_name + "-hetrun-secret";
+}
+
+// The variables every pod gets from hetrun's side: the job secret from a Secret the user
+// creates (README "The rendezvous store's exposure"), and the pod's grace period.
+void AddHetrunEnv(const ClusterSpec& cluster, Json& env) {
+  env.push_back(
+      {{"name", "HETRUN_JOB_SECRET"},
+       {"valueFrom", {{"secretKeyRef", {{"name", SecretName(cluster)}, {"key", "secret"}}}}}});
+  env.push_back(EnvVar("HETRUN_POD_GRACE_PERIOD", std::to_string(kPodGraceSeconds) + "s"));
+}
+
+// Ingress to the job's pods only from the job's pods (the store port, NCCL's ports): Volcano
+// labels every pod of a job with volcano.sh/job-name.
+Json NetworkPolicy(const ClusterSpec& cluster) {
+  Json metadata = {{"name", cluster.job_name + "-hetrun-store"}};
+  if (!cluster.namespace_name.empty()) metadata["namespace"] = cluster.namespace_name;
+  metadata["labels"] = {{"app.kubernetes.io/managed-by", "hetrun"}};
+  Json job_pods = {{"matchLabels", {{"volcano.sh/job-name", cluster.job_name}}}};
+  return {{"apiVersion", "networking.k8s.io/v1"},
+          {"kind", "NetworkPolicy"},
+          {"metadata", std::move(metadata)},
+          {"spec",
+           {{"podSelector", job_pods},
+            {"policyTypes", Json::array({"Ingress"})},
+            {"ingress", Json::array({{{"from", Json::array({{{"podSelector", job_pods}}})}}})}}}};
+}
+
+std::string SecurityHeader(const ClusterSpec& cluster) {
+  return "Before applying, create the job secret once (README \"The rendezvous store's "
+         "exposure\"):\n  kubectl create secret generic " +
+         SecretName(cluster) +
+         (cluster.namespace_name.empty() ? "" : " -n " + cluster.namespace_name) +
+         " --from-literal=secret=\"$(openssl rand -hex 32)\"\n"
+         "terminationGracePeriodSeconds " +
+         std::to_string(kPodGraceSeconds) + " = grace period " +
+         std::to_string(kHetrunGraceSeconds) + " s + node 0's final wait (peer timeout) " +
+         std::to_string(kHetrunPeerTimeoutSeconds) + " s + margin " +
+         std::to_string(kPodGraceMarginSeconds) + " s.\n";
+}
+
+// The job, then the NetworkPolicy that keeps other pods away from its store.
+std::string Manifests(const Json& job, const std::string& header, const ClusterSpec& cluster) {
+  return ToYaml(job, header + SecurityHeader(cluster)) + "---\n" +
+         ToYaml(NetworkPolicy(cluster),
+                "Only the job's own pods reach its pods (the rendezvous store, NCCL).");
+}
+
 Json Container(const ClusterSpec& cluster, Json env) {
+  AddHetrunEnv(cluster, env);
   Json args =
       Json::array({"--nproc-per-node",
                    cluster.gpus_per_pod > 0 ? std::to_string(cluster.gpus_per_pod) : "1", "--"});
@@ -115,6 +174,7 @@ std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster
     }
     env.push_back(EnvVar("PIPELINE_STAGE_LAYERS", std::to_string(total_layers)));
     Json pod_spec = {{"restartPolicy", "Never"},
+                     {"terminationGracePeriodSeconds", kPodGraceSeconds},
                      {"nodeSelector", {{cluster.label_key, family}}},
                      {"containers", Json::array({Container(cluster, std::move(env))})}};
     tasks.push_back({{"name", task},
@@ -142,7 +202,7 @@ std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster
       "A task holding several stages lists them in HETRUN_STAGE and HETRUN_STAGE_LAYERS\n"
       "(FIRST:COUNT); each pod takes the entry at its VC_TASK_INDEX.\n";
   header += PolicyHeader();
-  return ToYaml(job, header);
+  return Manifests(job, header, cluster);
 }
 
 std::string HomogeneousJobYaml(const ClusterSpec& cluster, const std::string& family) {
@@ -172,6 +232,7 @@ std::string HomogeneousJobYaml(const ClusterSpec& cluster, const std::string& fa
                                                      {"operator", "In"},
                                                      {"values", Json::array({chosen})}}})}}})}}}}}};
   Json pod_spec = {{"restartPolicy", "Never"},
+                   {"terminationGracePeriodSeconds", kPodGraceSeconds},
                    {"affinity", std::move(affinity)},
                    {"containers", Json::array({Container(cluster, std::move(env))})}};
   Json spec = JobSpec(cluster, pods);
@@ -186,7 +247,7 @@ std::string HomogeneousJobYaml(const ClusterSpec& cluster, const std::string& fa
       "--strict-homogeneous`:\nall " +
       std::to_string(pods) + " pods on " + cluster.label_key + "=" + chosen +
       " or none (data/tensor parallel work).\n" + PolicyHeader();
-  return ToYaml(job, header);
+  return Manifests(job, header, cluster);
 }
 
 }  // namespace hetrun::plan

@@ -288,5 +288,22 @@ TEST(RendezvousFaultsTest, WithoutASecretTheStoreIsSaidToBeUnauthenticated) {
   EXPECT_NE(node0.log().find("is unauthenticated"), std::string::npos) << node0.log();
 }
 
+TEST(RendezvousFaultsTest, PodGracePeriodShorterThanHetrunsWorstCaseIsWarned) {
+  testing::TempDir dir;
+  // 20 s for the pod, 30 s of grace period alone: the kubelet's SIGKILL would cut it short.
+  Launcher short_pod(dir.path(), "short",
+                     {HETRUN_BINARY, "run", "--nproc-per-node", "1", "--", "true"},
+                     {{"HETRUN_POD_GRACE_PERIOD", "20s"}});
+  EXPECT_EQ(short_pod.Wait(60s), 0) << short_pod.log();
+  EXPECT_NE(short_pod.log().find("terminationGracePeriodSeconds (20s"), std::string::npos)
+      << short_pod.log();
+  Launcher fitting(dir.path(), "fits",
+                   {HETRUN_BINARY, "run", "--nproc-per-node", "1", "--", "true"},
+                   {{"HETRUN_POD_GRACE_PERIOD", "60s"}});
+  EXPECT_EQ(fitting.Wait(60s), 0) << fitting.log();
+  EXPECT_EQ(fitting.log().find("terminationGracePeriodSeconds"), std::string::npos)
+      << fitting.log();
+}
+
 }  // namespace
 }  // namespace hetrun

@@ -95,12 +95,12 @@ TEST(RunOutputTest, BadCpuBindIsAUsageErrorAndBadEnvironmentAConfigError) {
   HetrunProcess flag(RunArgs(1, {"--cpu-bind", "cores"}, {"exit", "0"}), HetrunEnv(dir.path()),
                      dir.path());
   EXPECT_EQ(flag.Wait(), 64);
-  EXPECT_TRUE(Contains(flag.err(), "--cpu-bind: cpu binding 'cores'")) << flag.err();
+  EXPECT_TRUE(Contains(flag.err(), "--cpu-bind 'cores': cpu binding 'cores'")) << flag.err();
   std::map<std::string, std::string> env = HetrunEnv(dir.path());
   env["HETRUN_CPU_BIND"] = "all";
   HetrunProcess from_env(RunArgs(1, {}, {"exit", "0"}), env, dir.path());
   EXPECT_EQ(from_env.Wait(), 78);
-  EXPECT_TRUE(Contains(from_env.err(), "HETRUN_CPU_BIND (environment): cpu binding 'all'"))
+  EXPECT_TRUE(Contains(from_env.err(), "HETRUN_CPU_BIND='all' (environment): cpu binding 'all'"))
       << from_env.err();
 }
 

@@ -15,43 +15,56 @@ namespace {
 using namespace std::chrono_literals;
 
 // One store state shared by every connection; `down` simulates node 0 going away.
+// `frozen` simulates a node 0 that keeps its connections open but never answers; `requests`
+// counts every call (the load at the store).
 struct SharedState {
   std::mutex mutex;
   std::map<std::string, std::string> data;
   bool down = false;
+  bool frozen = false;
+  std::condition_variable thawed;
+  int64_t requests = 0;
 };
+
+// Taken at the start of every call: counts it and blocks while the store is frozen.
+std::unique_lock<std::mutex> Enter(SharedState& state) {
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.thawed.wait(lock, [&] { return !state.frozen; });
+  ++state.requests;
+  return lock;
+}
 
 class InMemoryStore final : public Store {
  public:
   explicit InMemoryStore(std::shared_ptr<SharedState> state) : state_(std::move(state)) {}
   Status Set(const std::string& key, const std::string& value) override {
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto lock = Enter(*state_);
     if (state_->down) return UnavailableError("connection reset");
     state_->data[key] = value;
     return Status::Ok();
   }
   Result<std::string> Get(const std::string& key) override {
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto lock = Enter(*state_);
     if (state_->down) return UnavailableError("connection reset");
     auto it = state_->data.find(key);
     if (it == state_->data.end()) return NotFoundError(key);
     return it->second;
   }
   Result<std::string> SetIfAbsent(const std::string& key, const std::string& desired) override {
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto lock = Enter(*state_);
     if (state_->down) return UnavailableError("connection reset");
     return state_->data.emplace(key, desired).first->second;
   }
   Result<std::string> CompareSet(const std::string& key, const std::string& expected,
                                  const std::string& desired) override {
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto lock = Enter(*state_);
     if (state_->down) return UnavailableError("connection reset");
     std::string& value = state_->data[key];
     if (value == expected) value = desired;
     return value;
   }
   Result<int64_t> Add(const std::string& key, int64_t delta) override {
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto lock = Enter(*state_);
     if (state_->down) return UnavailableError("connection reset");
     std::string& v = state_->data[key];
     int64_t n = (v.empty() ? 0 : std::stoll(v)) + delta;
@@ -69,7 +82,7 @@ class InMemoryStore final : public Store {
     }
   }
   Result<bool> Check(const std::vector<std::string>& keys) override {
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto lock = Enter(*state_);
     if (state_->down) return UnavailableError("connection reset");
     for (const std::string& key : keys) {
       if (!state_->data.count(key)) return false;
@@ -277,6 +290,106 @@ TEST(JobRendezvousTest, SigtermOnPeerFailureWaitsUntilArmed) {
   received = sigtimedwait(&term, nullptr, &now);  // consume it
   EXPECT_EQ(received, SIGTERM);
   ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &old, nullptr), 0);
+}
+
+TEST(JobRendezvousTest, FrozenStoreIsAPeerFailureWithinThePeerTimeoutAndFinishReturns) {
+  auto state = std::make_shared<SharedState>();
+  auto b = std::make_unique<JobRendezvous>(std::make_unique<InMemoryStore>(state), Options(1, 2));
+  ASSERT_TRUE(b->StartHeartbeat().ok());
+  std::this_thread::sleep_for(100ms);
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->frozen = true;  // every call from now on blocks
+  }
+  auto frozen = std::chrono::steady_clock::now();
+  while (!b->PeerFailure() && std::chrono::steady_clock::now() - frozen < 10s) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(b->PeerFailure().has_value()) << "a frozen store must be noticed";
+  EXPECT_NE(b->PeerFailure()->message().find("did not answer"), std::string::npos)
+      << b->PeerFailure()->message();
+  b->Finish(75);  // must return although the store never answers again
+  b.reset();
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->frozen = false;
+  }
+  state->thawed.notify_all();
+}
+
+// Every node beats once and reads one record per interval; only node 0 reads the beats. The old
+// scheme (every node reads every other node's beat) made 2 (n - 1) + 1 calls per node.
+TEST(JobRendezvousTest, StoreLoadPerIntervalGrowsLinearlyWithTheNodes) {
+  auto calls_per_node_and_interval = [](int n) {
+    auto state = std::make_shared<SharedState>();
+    std::vector<std::unique_ptr<JobRendezvous>> nodes;
+    for (int r = 0; r < n; ++r) {
+      RendezvousOptions o = Options(r, n);
+      o.heartbeat_interval = 50ms;
+      o.peer_timeout = 5s;
+      nodes.push_back(std::make_unique<JobRendezvous>(std::make_unique<InMemoryStore>(state), o));
+    }
+    for (auto& node : nodes) EXPECT_TRUE(node->StartHeartbeat().ok());
+    int64_t before = 0;
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      before = state->requests;
+    }
+    std::this_thread::sleep_for(1s);  // about 20 intervals
+    int64_t during = 0;
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      during = state->requests - before;
+    }
+    for (auto& node : nodes) EXPECT_FALSE(node->PeerFailure().has_value());
+    return static_cast<double>(during) / n / 20.0;
+  };
+  double four = calls_per_node_and_interval(4);
+  double sixteen = calls_per_node_and_interval(16);
+  std::printf("store calls per node and interval: %.2f (4 nodes), %.2f (16 nodes)\n", four,
+              sixteen);
+  EXPECT_LT(sixteen, 5.0) << "per-node load must not grow with the node count";
+  EXPECT_LT(sixteen, four * 2.0);
+}
+
+TEST(JobRendezvousTest, ForgedAbortIsIgnoredWhenTheJobHasASecret) {
+  auto state = std::make_shared<SharedState>();
+  RecordAuth auth("s3cret", "job-1");
+  state->data[auth.key_prefix() + "rdzv/abort"] = "5 forged: stop the job";
+  state->data[auth.key_prefix() + "rdzv/done"] = "5 forged: stop the job";
+  std::vector<std::optional<Result<std::vector<NodeRecord>>>> out(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      RendezvousOptions o = Options(r, 2);
+      o.auth = auth;
+      JobRendezvous rdzv(std::make_unique<InMemoryStore>(state), o);
+      out[r] = rdzv.Join(Record(r, 2));
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& r : out) ASSERT_TRUE(r->ok()) << r->status().message();
+}
+
+TEST(JobRendezvousTest, SealedRecordsDoNotOpenUnderAnotherKeyJobOrSecret) {
+  RecordAuth auth("s3cret", "job-1");
+  std::string sealed = auth.Seal("hetrun/x/hb/1", "7 exit 0");
+  ASSERT_TRUE(auth.Open("hetrun/x/hb/1", sealed).ok());
+  EXPECT_EQ(*auth.Open("hetrun/x/hb/1", sealed), "7 exit 0");
+  EXPECT_FALSE(auth.Open("hetrun/x/hb/2", sealed).ok()) << "replayed under another key";
+  EXPECT_FALSE(RecordAuth("s3cret", "job-2").Open("hetrun/x/hb/1", sealed).ok());
+  EXPECT_FALSE(RecordAuth("guess", "job-1").Open("hetrun/x/hb/1", sealed).ok());
+  EXPECT_FALSE(auth.Open("hetrun/x/hb/1", "7 exit 0").ok()) << "no MAC";
+  EXPECT_NE(auth.key_prefix(), RecordAuth("guess", "job-1").key_prefix());
+  EXPECT_EQ(RecordAuth().key_prefix(), "hetrun/");
+}
+
+TEST(JobRendezvousTest, RecordOverTheSizeLimitIsRefused) {
+  RecordAuth plain;
+  std::string big(RecordAuth::kMaxRecordBytes + 1, 'x');
+  Result<std::string> opened = plain.Open("hetrun/hb/1", big);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.status().message().find("limit"), std::string::npos);
 }
 
 TEST(JobRendezvousTest, StatusEncodingRoundTrips) {

@@ -45,13 +45,45 @@ std::string Joined(const std::vector<std::string>& errors) {
   return out;
 }
 
-void ExpectValidJob(const std::string& yaml, const std::string& what) {
+// The YAML documents of a manifest file ("---" lines between them).
+std::vector<std::string> Documents(const std::string& yaml) {
+  std::vector<std::string> docs;
+  size_t start = 0;
+  while (true) {
+    size_t at = yaml.find("\n---\n", start);
+    docs.push_back(
+        yaml.substr(start, at == std::string::npos ? std::string::npos : at + 1 - start));
+    if (at == std::string::npos) return docs;
+    start = at + 5;
+  }
+}
+
+// A NetworkPolicy that lets only the job's own pods reach them.
+void ExpectJobOnlyNetworkPolicy(const std::string& yaml, const std::string& job_name,
+                                const std::string& what) {
+  json policy;
+  ASSERT_NO_THROW(policy = testing::YamlToJson(yaml)) << what;
+  EXPECT_EQ(policy["apiVersion"], "networking.k8s.io/v1") << what;
+  EXPECT_EQ(policy["kind"], "NetworkPolicy") << what;
+  json job_pods = {{"matchLabels", {{"volcano.sh/job-name", job_name}}}};
+  EXPECT_EQ(policy["spec"]["podSelector"], job_pods) << what;
+  EXPECT_EQ(policy["spec"]["policyTypes"], json::array({"Ingress"})) << what;
+  EXPECT_EQ(policy["spec"]["ingress"],
+            json::array({{{"from", json::array({{{"podSelector", job_pods}}})}}}))
+      << what;
+}
+
+void ExpectValidJob(const std::string& manifests, const std::string& what) {
+  std::vector<std::string> docs = Documents(manifests);
+  std::string yaml = docs[0];
   json job;
   ASSERT_NO_THROW(job = testing::YamlToJson(yaml)) << what;
   EXPECT_EQ(job["apiVersion"], "batch.volcano.sh/v1alpha1") << what;
   EXPECT_EQ(job["kind"], "Job") << what;
   EXPECT_EQ(Joined(testing::VolcanoAdmissionErrors(job)), "") << what;
   EXPECT_EQ(Joined(testing::ValidateOpenApi(*JobSchema(), job)), "") << what;
+  ASSERT_EQ(docs.size(), 2u) << what << ": the job and its NetworkPolicy";
+  ExpectJobOnlyNetworkPolicy(docs[1], job["metadata"]["name"], what);
 }
 
 struct Seed {
@@ -78,7 +110,7 @@ TEST(VolcanoJobTest, PipelineJobIsAValidGangJob) {
   Seed seed = LoadSeed();
   std::string yaml = PipelineJobYaml(seed.plan, seed.cluster);
   ExpectValidJob(yaml, "pipeline job");
-  json job = testing::YamlToJson(yaml);
+  json job = testing::YamlToJson(Documents(yaml)[0]);
   EXPECT_EQ(job["spec"]["minAvailable"], 6);
   EXPECT_EQ(job["spec"]["schedulerName"], "volcano");
   EXPECT_EQ(job["spec"]["queue"], "default");
@@ -91,7 +123,7 @@ TEST(VolcanoJobTest, PipelineJobIsAValidGangJob) {
   const json& container = light["template"]["spec"]["containers"][0];
   EXPECT_EQ(container["command"], json::array({"hetrun"}));
   std::map<std::string, json> env;
-  for (const json& var : container["env"]) env[var["name"]] = var["value"];
+  for (const json& var : container["env"]) env[var["name"]] = var.value("value", json());
   EXPECT_EQ(env["HETRUN_STAGE"], "0,5");
   EXPECT_EQ(env["HETRUN_STAGE_LAYERS"], "0:4,60:4");
   EXPECT_EQ(env["HETRUN_STAGE_NAME"], "light-stage-workers");
@@ -101,6 +133,30 @@ TEST(VolcanoJobTest, PipelineJobIsAValidGangJob) {
   const json& heavy = job["spec"]["tasks"][1];
   EXPECT_EQ(heavy["replicas"], 4);
   EXPECT_EQ(heavy["template"]["spec"]["nodeSelector"]["gpu.infra/family"], "hopper");
+}
+
+TEST(VolcanoJobTest, EveryPodGetsTheJobSecretAndAGracePeriodAboveHetrunsWorstCase) {
+  Seed seed = LoadSeed();
+  for (const std::string& yaml :
+       {PipelineJobYaml(seed.plan, seed.cluster), HomogeneousJobYaml(seed.cluster, "")}) {
+    json job = testing::YamlToJson(Documents(yaml)[0]);
+    for (const json& task : job["spec"]["tasks"]) {
+      const json& spec = task["template"]["spec"];
+      // 30 s grace period + 15 s peer timeout (node 0's final wait) + margin.
+      EXPECT_GT(spec["terminationGracePeriodSeconds"].get<int>(), 45);
+      std::map<std::string, json> env;
+      for (const json& var : spec["containers"][0]["env"]) env[var["name"]] = var;
+      EXPECT_EQ(env["HETRUN_JOB_SECRET"]["valueFrom"]["secretKeyRef"],
+                json({{"name", seed.cluster.job_name + "-hetrun-secret"}, {"key", "secret"}}));
+      EXPECT_FALSE(env["HETRUN_JOB_SECRET"].contains("value")) << "never the secret itself";
+      EXPECT_EQ(env["HETRUN_POD_GRACE_PERIOD"]["value"],
+                std::to_string(spec["terminationGracePeriodSeconds"].get<int>()) + "s");
+    }
+    EXPECT_NE(
+        yaml.find("kubectl create secret generic " + seed.cluster.job_name + "-hetrun-secret"),
+        std::string::npos)
+        << yaml;
+  }
 }
 
 // The `policies` hetrun's exit-code table asks for, as a parsed manifest writes them.
@@ -118,9 +174,9 @@ json TablePolicies() {
 
 TEST(VolcanoJobTest, EmittedPoliciesAreTheExitCodeTables) {
   Seed seed = LoadSeed();
-  json pipeline = testing::YamlToJson(PipelineJobYaml(seed.plan, seed.cluster));
+  json pipeline = testing::YamlToJson(Documents(PipelineJobYaml(seed.plan, seed.cluster))[0]);
   EXPECT_EQ(pipeline["spec"]["policies"], TablePolicies());
-  json homogeneous = testing::YamlToJson(HomogeneousJobYaml(seed.cluster, ""));
+  json homogeneous = testing::YamlToJson(Documents(HomogeneousJobYaml(seed.cluster, ""))[0]);
   EXPECT_EQ(homogeneous["spec"]["policies"], TablePolicies());
   // And what the table says, as Volcano reads it: codes first, the catch-all last.
   const json& policies = pipeline["spec"]["policies"];
@@ -148,7 +204,7 @@ TEST(VolcanoJobTest, EveryExampleCarriesTheExitCodeTablesPolicies) {
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".yaml") continue;
-    json job = testing::YamlToJson(ReadFile(entry.path()));
+    json job = testing::YamlToJson(Documents(ReadFile(entry.path()))[0]);
     EXPECT_EQ(job["spec"]["policies"], TablePolicies())
         << entry.path() << ": copy the policies of `hetrun exit-codes --json`";
     ++checked;
@@ -174,7 +230,7 @@ TEST(VolcanoJobTest, StrictHomogeneousJobPinsEveryPodToOneFamily) {
   Seed seed = LoadSeed();
   std::string yaml = HomogeneousJobYaml(seed.cluster, "");
   ExpectValidJob(yaml, "homogeneous job");
-  json job = testing::YamlToJson(yaml);
+  json job = testing::YamlToJson(Documents(yaml)[0]);
   EXPECT_EQ(job["spec"]["minAvailable"], 6);
   const json& task = job["spec"]["tasks"][0];
   EXPECT_EQ(task["replicas"], 6);
@@ -190,7 +246,7 @@ TEST(VolcanoJobTest, QuotingSurvivesHostileStrings) {
   seed.cluster.image = "registry:5000/a b:#tag";
   seed.cluster.queue = "true";
   seed.cluster.command = {"sh", "-c", "echo \"hi\": yes\n# not a comment", "null", "0x10", "*"};
-  json job = testing::YamlToJson(PipelineJobYaml(seed.plan, seed.cluster));
+  json job = testing::YamlToJson(Documents(PipelineJobYaml(seed.plan, seed.cluster))[0]);
   const json& container = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0];
   EXPECT_EQ(container["image"], "registry:5000/a b:#tag");
   EXPECT_EQ(job["spec"]["queue"], "true");
@@ -285,7 +341,7 @@ TEST(VolcanoJobTest, CommandLineEmissionIsValid) {
     testing::ProcessResult r = testing::RunProcess(argv, options);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     ExpectValidJob(r.out, homogeneous ? "hetrun --strict-homogeneous" : "hetrun --emit volcano");
-    json job = testing::YamlToJson(r.out);
+    json job = testing::YamlToJson(Documents(r.out)[0]);
     EXPECT_EQ(job["metadata"]["namespace"], "ai-training");
     EXPECT_EQ(job["spec"]["queue"], "training");
   }
