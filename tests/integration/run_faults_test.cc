@@ -186,12 +186,14 @@ TEST(RunFaultsTest, HangTimeoutThatRoundsToZeroIsAnError) {
   HetrunProcess flag(RunArgs(1, {"--hang-timeout", "0.0001"}, {"exit", "0"}), HetrunEnv(dir.path()),
                      dir.path(), "flag");
   EXPECT_EQ(flag.Wait(), 64) << flag.err();
-  EXPECT_NE(flag.err().find("--hang-timeout '0.0001' is 0 ms"), std::string::npos) << flag.err();
+  EXPECT_NE(flag.err().find("--hang-timeout '0.0001': is 0 ms"), std::string::npos) << flag.err();
   auto env = HetrunEnv(dir.path());
   env["HETRUN_HANG_TIMEOUT"] = "0";
   HetrunProcess variable(RunArgs(1, {}, {"exit", "0"}), env, dir.path(), "variable");
   EXPECT_EQ(variable.Wait(), 78) << variable.err();
-  EXPECT_NE(variable.err().find("HETRUN_HANG_TIMEOUT=0"), std::string::npos) << variable.err();
+  EXPECT_NE(variable.err().find("HETRUN_HANG_TIMEOUT='0' (environment): is 0 ms"),
+            std::string::npos)
+      << variable.err();
 }
 
 // Item 7: TORCHELASTIC_ERROR_FILE, read after the worker died; CUDA OOM is 81, never restarted.
