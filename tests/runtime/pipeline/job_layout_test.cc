@@ -1,0 +1,131 @@
+#include "hetrun/pipeline/job_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace hetrun::pipeline {
+namespace {
+
+JobLayout ThreeStages() {
+  JobLayout layout;
+  layout.num_layers = 6;
+  layout.layer_names = {"embedding", "block.0", "block.1", "block.2", "block.3", "head"};
+  layout.micro_batches = 4;
+  layout.stages = {{0, 2, {0, 1}, {"a100", "a100"}, {0.4, 0.6}},
+                   {2, 3, {2}, {"h100"}, {1.0}},
+                   {5, 1, {3, 4, 5}, {"a100", "h100", "h100"}, {1, 2, 3}}};
+  return layout;
+}
+
+std::string ErrorOf(const JobLayout& layout) {
+  Status status = ValidateJobLayout(layout, "plan.json");
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  return status.message();
+}
+
+TEST(JobLayoutTest, RanksMapToTheirStageAndReplica) {
+  JobLayout layout = ThreeStages();
+  ASSERT_TRUE(ValidateJobLayout(layout, "plan.json").ok());
+  EXPECT_EQ(layout.world_size(), 6);
+  EXPECT_EQ(layout.StageOf(1), 0);
+  EXPECT_EQ(layout.ReplicaOf(1), 1);
+  EXPECT_EQ(layout.StageOf(5), 2);
+  EXPECT_EQ(layout.ReplicaOf(5), 2);
+  EXPECT_EQ(layout.StageOf(6), -1);
+}
+
+TEST(JobLayoutTest, TheLayoutFileReadsBackUnchanged) {
+  JobLayout layout = ThreeStages();
+  layout.schedule = ScheduleKind::kGPipe;
+  std::string text = JobLayoutJson(layout);
+  Result<JobLayout> back = ParseJobLayout(text, "layout.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(JobLayoutJson(*back), text);
+  EXPECT_EQ(back->schedule, ScheduleKind::kGPipe);
+  EXPECT_EQ(back->stages[2].shares, (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(back->stages[2].families[0], "a100");
+}
+
+TEST(JobLayoutTest, OptionalFieldsDefaultToEqualSharesAndOneF1B) {
+  Result<JobLayout> layout = ParseJobLayout(
+      R"({"num_layers": 3, "stages": [{"first_layer": 0, "layers": 1, "ranks": [1, 0]},
+                                      {"first_layer": 1, "layers": 2, "ranks": [2]}]})",
+      "layout.json");
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  EXPECT_EQ(layout->micro_batches, 1);
+  EXPECT_EQ(layout->schedule, ScheduleKind::k1F1B);
+  EXPECT_EQ(layout->stages[0].shares, (std::vector<double>{1, 1}));
+  EXPECT_EQ(layout->stages[0].ranks, (std::vector<int>{1, 0}));
+}
+
+TEST(JobLayoutTest, LayerGapsOverlapsAndCoverageNameBothSides) {
+  JobLayout gap = ThreeStages();
+  gap.stages[1].first_layer = 3;
+  EXPECT_EQ(ErrorOf(gap),
+            "plan.json: stage 1 starts at layer 3 but stage 0 ends before layer 2 (gap)");
+  JobLayout overlap = ThreeStages();
+  overlap.stages[1].first_layer = 1;
+  EXPECT_NE(ErrorOf(overlap).find("(overlap)"), std::string::npos);
+  JobLayout short_model = ThreeStages();
+  short_model.num_layers = 8;
+  short_model.layer_names.clear();
+  EXPECT_EQ(ErrorOf(short_model),
+            "plan.json: the stages cover layers [0, 6) but the model has 8 layers");
+  JobLayout names = ThreeStages();
+  names.layer_names.pop_back();
+  EXPECT_NE(ErrorOf(names).find("5 layer names for a model of 6 layers"), std::string::npos);
+}
+
+TEST(JobLayoutTest, RanksMustPartitionTheWorld) {
+  JobLayout empty = ThreeStages();
+  empty.stages[1].ranks.clear();
+  empty.stages[1].families.clear();
+  empty.stages[1].shares.clear();
+  EXPECT_EQ(ErrorOf(empty), "plan.json: stage 1 has no ranks (replicas)");
+  JobLayout twice = ThreeStages();
+  twice.stages[1].ranks = {1};
+  EXPECT_EQ(ErrorOf(twice), "plan.json: stage 1: rank 1 is already in stage 0");
+  JobLayout out_of_range = ThreeStages();
+  out_of_range.stages[1].ranks = {9};
+  EXPECT_NE(ErrorOf(out_of_range).find("rank 9 is not in [0, 6)"), std::string::npos);
+  JobLayout shares = ThreeStages();
+  shares.stages[0].shares = {1.0};
+  EXPECT_EQ(ErrorOf(shares), "plan.json: stage 0 lists 1 shares for its 2 ranks");
+}
+
+TEST(JobLayoutTest, BadFilesNameTheFileAndTheField) {
+  struct Case {
+    const char* text;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{"[", "not valid JSON"},
+           Case{"[]", "not a JSON object"},
+           Case{R"({"stages": []})", "$.num_layers: is missing"},
+           Case{R"({"num_layers": 1})", "$.stages: must be an array"},
+           Case{R"({"num_layers": 1, "stages": []})", "the layout has no stages"},
+           Case{R"({"num_layers": 1, "schedule": "zigzag", "stages": []})", "zigzag"},
+           Case{R"({"num_layers": 1, "stages": [{"first_layer": 0, "ranks": [0]}]})",
+                "$.stages[0].layers: is missing"},
+           Case{R"({"num_layers": 1, "stages": [{"first_layer": 0, "layers": 1, "ranks": ["a"]}]})",
+                "$.stages[0].ranks"},
+       }) {
+    Result<JobLayout> layout = ParseJobLayout(c.text, "layout.json");
+    ASSERT_FALSE(layout.ok()) << c.text;
+    EXPECT_EQ(layout.status().code(), StatusCode::kInvalidArgument) << c.text;
+    EXPECT_NE(layout.status().message().find("layout.json"), std::string::npos) << c.text;
+    EXPECT_NE(layout.status().message().find(c.says), std::string::npos)
+        << c.text << ": " << layout.status().message();
+  }
+}
+
+TEST(JobLayoutTest, AMissingFileIsNotFound) {
+  Result<JobLayout> layout = LoadJobLayout("/nonexistent/layout.json");
+  ASSERT_FALSE(layout.ok());
+  EXPECT_EQ(layout.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace hetrun::pipeline
