@@ -1,5 +1,5 @@
 """The compute region of a step: this rank's own forward and backward, up to its last gradient
-bucket (ARCHITECTURE.md §5). CPU: a monotonic clock, stretched by HETRUN_EMULATE_SLOWDOWN.
+bucket (docs/ARCHITECTURE.md §5). CPU: a monotonic clock, stretched by HETRUN_EMULATE_SLOWDOWN.
 GPU: CUDA events on the current stream, read once complete (no host synchronisation)."""
 
 from __future__ import annotations
