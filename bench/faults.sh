@@ -23,18 +23,21 @@ start_bg() { local out=$1; shift; setsid "$@" >"$out" 2>"$tmp/err" & pid=$!; }
 # wait_exit PID: waits up to $limit s; sets code to the exit code, or "timeout" (the group is
 # then killed), and el to the ms since $t.
 wait_exit() {
-  local p=$1 n=0
-  while kill -0 "$p" 2>/dev/null && ((n < limit * 100)); do
-    # a zombie counts as exited
-    [[ $(ps -o stat= -p "$p" 2>/dev/null) == Z* ]] && break
-    sleep 0.01; n=$((n + 1))
-  done
+  local p=$1 deadline=$(( $(date +%s%N) + limit * 1000000000 ))
+  while alive "$p" && (($(date +%s%N) < deadline)); do sleep 0.01; done
   el=$(ms $t)
-  if [[ $(ps -o stat= -p "$p" 2>/dev/null) != Z* ]] && kill -0 "$p" 2>/dev/null; then
+  if alive "$p"; then
     kill -KILL -- "-$p" 2>/dev/null; wait "$p" 2>/dev/null; code=timeout
   else
     wait "$p"; code=$?
   fi
+}
+# alive PID: running and not a zombie.
+alive() {
+  local stat
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != Z ]]
 }
 # run_timed LIMIT CMD...: sets code (124 = timeout) and el.
 run_timed() { local l=$1; shift; t=$(date +%s%N); timeout "$l" "$@" >/dev/null 2>&1; code=$?; el=$(ms $t); }

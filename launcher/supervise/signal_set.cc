@@ -44,15 +44,6 @@ Result<std::unique_ptr<SignalSet>> SignalSet::Install() {
     return ErrnoError("signalfd", "forwarded signals", err);
   }
   set->fd_ = UniqueFd(fd);
-  // A signal at SIG_IGN is discarded when sent, blocked or not, and would never reach the
-  // signalfd: hetrun started as a background job of a shell (SIGINT, SIGQUIT ignored) must still
-  // stop on them. SIGHUP keeps an inherited SIG_IGN (nohup asks for exactly that).
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  for (int signal : kForwarded) {
-    if (signal != SIGHUP) (void)sigaction(signal, &default_action, nullptr);  // they are blocked
-  }
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);

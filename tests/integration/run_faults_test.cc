@@ -3,6 +3,7 @@
 // with hetrun's, CUDA OOM and NCCL timeouts, the run folder and a full disk. Real processes
 // throughout; the hard limits are liveness bounds (a broken hetrun blocks forever), never speed
 // assertions. Elapsed times are recorded as test properties for the before/after table.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,7 +56,11 @@ TEST(RunFaultsTest, FloodIntoAStoppedStdoutReaderStillHandlesSigtermWithinTheGra
   auto sent = std::chrono::steady_clock::now();
   run.Signal(SIGTERM);
   EXPECT_EQ(run.Wait(60s), 143) << run.err();
-  Record("sigterm_to_exit_ms", std::chrono::steady_clock::now() - sent);
+  auto after = std::chrono::steady_clock::now() - sent;
+  Record("sigterm_to_exit_ms", after);
+  // The grace period (2 s) plus a generous margin for a loaded machine: before the fix hetrun
+  // blocked in write(2) and never exited.
+  EXPECT_LT(after, 10s) << "SIGTERM must be handled within the grace period";
   EXPECT_NE(run.err().find("dropped: hetrun's stdout was not read fast enough"), std::string::npos)
       << run.err();
   ::close(pipe_fds[0]);
@@ -71,7 +76,9 @@ TEST(RunFaultsTest, FloodIntoAFileStillHandlesSigtermWithinTheGracePeriod) {
   auto sent = std::chrono::steady_clock::now();
   run.Signal(SIGTERM);
   EXPECT_EQ(run.Wait(60s), 143) << run.err();
-  Record("sigterm_to_exit_ms", std::chrono::steady_clock::now() - sent);
+  auto after = std::chrono::steady_clock::now() - sent;
+  Record("sigterm_to_exit_ms", after);
+  EXPECT_LT(after, 10s) << "SIGTERM must be handled within the grace period (2 s) + a margin";
   std::error_code ignored;
   std::filesystem::remove(dir.path() + "/hetrun.out", ignored);  // can be large
 }
@@ -125,26 +132,32 @@ TEST(RunFaultsTest, LaterSignalsWithGapsNeverChangeTheExitCode) {
   EXPECT_NE(ReadFile(dir.path() + "/termination-log").find("SIGTERM"), std::string::npos);
 }
 
-// Item 11: signals that keep arriving while hetrun finishes (after the workers exited, while it
-// writes the termination log) cannot kill it and replace its exit code.
+// Item 11: signals that arrive while hetrun finishes (after the workers exited, while it writes
+// the termination log) cannot kill it and replace its exit code. The termination log is a FIFO
+// here, so hetrun waits in open() until the test reads it: the window is as wide as we like.
 TEST(RunFaultsTest, SignalsArrivingWhileHetrunExitsDoNotReplaceItsExitCode) {
-  for (int round = 0; round < 5; ++round) {
-    TempDir dir;
-    HetrunProcess run(RunArgs(1, {}, TrapSteps(dir.path(), 1, 0)), HetrunEnv(dir.path()),
-                      dir.path());
-    ASSERT_TRUE(AllReady(dir.path(), 1)) << run.err();
-    run.Signal(SIGTERM);
-    // Signals within one turn are handled lowest number first (documented); this test is about
-    // the ones after the first was handled.
-    ASSERT_TRUE(WaitUntil([&] {
-      return run.err().find("received SIGTERM: forwarding") != std::string::npos;
-    })) << run.err();
-    for (int k = 0; k < 2000 && testing::ProcessAlive(run.pid()); ++k) {
-      run.Signal(k % 2 ? SIGHUP : SIGUSR1);
-      std::this_thread::sleep_for(1ms);
-    }
-    EXPECT_EQ(run.Wait(), 143) << "round " << round << "\n" << run.err();
-  }
+  TempDir dir;
+  auto env = HetrunEnv(dir.path());
+  std::string log = dir.path() + "/termination-fifo";
+  ASSERT_EQ(::mkfifo(log.c_str(), 0600), 0);
+  env["HETRUN_TERMINATION_LOG"] = log;
+  HetrunProcess run(RunArgs(1, {}, TrapSteps(dir.path(), 1, 0)), env, dir.path());
+  ASSERT_TRUE(AllReady(dir.path(), 1)) << run.err();
+  run.Signal(SIGTERM);
+  ASSERT_TRUE(WaitUntil([&] { return run.err().find("exiting with 143") != std::string::npos; }))
+      << run.err();
+  std::this_thread::sleep_for(100ms);  // hetrun is in open() of the FIFO now
+  run.Signal(SIGHUP);
+  run.Signal(SIGUSR1);
+  run.Signal(SIGINT);
+  std::this_thread::sleep_for(200ms);
+  int reader = ::open(log.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  EXPECT_EQ(run.Wait(), 143) << run.err();
+  char text[512] = {};
+  EXPECT_GT(::read(reader, text, sizeof text - 1), 0);
+  EXPECT_NE(std::string(text).find("SIGTERM"), std::string::npos) << text;
+  ::close(reader);
 }
 
 // Item 12: a SIGINT ignored and descriptors open when hetrun started reach no worker; the
