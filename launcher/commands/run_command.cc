@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cxxopts.hpp>
+#include <fstream>
 #include <ostream>
 
 #include "commands/cli_parse.h"
@@ -16,6 +17,7 @@
 #include "hetrun/base/units.h"
 #include "hetrun/job/inventory.h"
 #include "hetrun/job/topology.h"
+#include "hetrun/pipeline/plan_layout.h"
 #include "preflight/preflight.h"
 #include "preflight/stage_env.h"
 #include "preflight/topology_inputs.h"
@@ -59,6 +61,11 @@ cxxopts::Options RunOptions() {
       "none, or spread: deal the CPUs hetrun may use out to the local workers, a block each "
       "(one CPU each, shared in turn, when workers outnumber CPUs) (HETRUN_CPU_BIND, default "
       "none)",
+      cxxopts::value<std::string>())(
+      "plan",
+      "run a pipeline on this machine: FILE is `hetrun plan --json` output; the workers take its "
+      "stages in order (rank = replicas of earlier stages + index) and get the layout file in "
+      "HETRUN_PLAN",
       cxxopts::value<std::string>())("run-id", "TORCHELASTIC_RUN_ID for the workers (default none)",
                                      cxxopts::value<std::string>()->default_value("none"))(
       "h,help", "this text");
@@ -123,6 +130,7 @@ struct RunPlan {
   std::vector<std::vector<int>> worker_cpus;
   std::map<std::string, std::string> stage_vars;
   std::string run_id;
+  std::optional<pipeline::JobLayout> layout;  ///< --plan: the pipeline's layout
 };
 
 Result<SupervisorOptions> ReadSupervision(const cxxopts::ParseResult& parsed,
@@ -173,6 +181,40 @@ Status CheckPodGracePeriod(const Environment& env, const RunPlan& plan) {
   return Status::Ok();
 }
 
+/// --plan FILE: the layout of a one-machine pipeline (hetrun/pipeline/plan_layout.h).
+Status ReadPipelinePlan(const cxxopts::ParseResult& parsed, RunPlan& plan) {
+  if (!parsed.count("plan")) return Status::Ok();
+  const std::string path = parsed["plan"].as<std::string>();
+  if (plan.topology.nnodes.value != 1) {
+    return InvalidArgumentError("--plan " + path +
+                                " runs a pipeline on one machine, but the job has " +
+                                std::to_string(plan.topology.nnodes.value) +
+                                " nodes (across nodes each pod's HETRUN_STAGE entries make the "
+                                "layout)");
+  }
+  HETRUN_ASSIGN_OR_RETURN(plan.layout,
+                          pipeline::LoadLayoutFromPlan(path, plan.topology.world_size));
+  std::string stages;
+  for (const pipeline::StageLayout& stage : plan.layout->stages) {
+    stages += (stages.empty() ? "" : ", ") + std::to_string(stage.replicas()) + "x layers " +
+              std::to_string(stage.first_layer) + ":" + std::to_string(stage.layers);
+  }
+  spdlog::info("pipeline of {} stages from --plan {} ({}), {} micro-batches",
+               plan.layout->stages.size(), path, stages, plan.layout->micro_batches);
+  return Status::Ok();
+}
+
+/// Writes the layout file into the run folder; its path goes to the workers in HETRUN_PLAN.
+Result<std::string> WriteLayoutFile(const pipeline::JobLayout& layout, const std::string& dir) {
+  const std::string path = dir + "/layout.json";
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) return ErrnoError("open", path, errno);
+  out << pipeline::JobLayoutJson(layout);
+  out.close();
+  if (!out) return ErrnoError("write", path, errno);
+  return path;
+}
+
 Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environment& env,
                             const std::vector<std::string>& command) {
   RunPlan plan;
@@ -211,6 +253,7 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
                      : std::string());
   }
   HETRUN_RETURN_IF_ERROR(CheckPodGracePeriod(env, plan));
+  HETRUN_RETURN_IF_ERROR(ReadPipelinePlan(parsed, plan));
   return plan;
 }
 
@@ -232,6 +275,13 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
                               preflight.WorkerAdditions(env, plan.topology.local_ranks[i]));
       for (auto& [name, value] : additions) vars[name] = value;
       for (const auto& [name, value] : plan.stage_vars) vars[name] = value;
+      if (plan.layout) {
+        const int stage = plan.layout->StageOf(plan.topology.ranks[i]);
+        const pipeline::StageLayout& entry = plan.layout->stages[static_cast<size_t>(stage)];
+        vars["HETRUN_STAGE"] = std::to_string(stage);
+        vars["HETRUN_STAGE_LAYERS"] =
+            std::to_string(entry.first_layer) + ":" + std::to_string(entry.layers);
+      }
       workers.push_back({plan.topology.ranks[i], plan.topology.local_ranks[i], std::move(vars),
                          plan.worker_cpus[i]});
     }
@@ -327,6 +377,10 @@ Result<int> commands::Run(const CommandContext& context) {
   HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<RunFolder> run_folder,
                           RunFolder::Create(RunFolderBase(context.env)));
   plan.supervision.run_dir = run_folder->path();
+  if (plan.layout) {
+    HETRUN_ASSIGN_OR_RETURN(plan.stage_vars["HETRUN_PLAN"],
+                            WriteLayoutFile(*plan.layout, run_folder->path()));
+  }
   PreflightResult preflight;
   HETRUN_ASSIGN_OR_RETURN(int stopped, PreflightUnderSignals(plan, context, command, &preflight));
   if (stopped >= 0) return stopped;

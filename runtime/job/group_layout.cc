@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "hetrun/pipeline/job_layout.h"
+
 namespace hetrun {
 namespace {
 
@@ -12,6 +14,22 @@ GroupLayout WholeWorld(int world_size) {
   layout.source = "whole world";
   layout.stages.emplace_back();
   for (int r = 0; r < world_size; ++r) layout.stages.back().push_back(r);
+  return layout;
+}
+
+// The layout file `hetrun run` writes (hetrun/pipeline/job_layout.h): its stages' ranks.
+Result<GroupLayout> FromJobLayout(const std::string& json_text, const std::string& source,
+                                  int world_size) {
+  Result<pipeline::JobLayout> job = pipeline::ParseJobLayout(json_text, source);
+  if (!job.ok()) return job.status();
+  if (job->world_size() != world_size) {
+    return InvalidArgumentError(source + ": the layout's stages hold " +
+                                std::to_string(job->world_size()) +
+                                " ranks, but WORLD_SIZE=" + std::to_string(world_size));
+  }
+  GroupLayout layout;
+  layout.source = source;
+  for (const pipeline::StageLayout& stage : job->stages) layout.stages.push_back(stage.ranks);
   return layout;
 }
 
@@ -31,6 +49,7 @@ Result<GroupLayout> ParseGroupLayout(const std::string& json_text, const std::st
   nlohmann::json root = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return InvalidArgumentError(source + ": not valid JSON");
   if (!root.is_object()) return InvalidArgumentError(source + ": the plan is not a JSON object");
+  if (root.contains("num_layers")) return FromJobLayout(json_text, source, world_size);
   auto stages = root.find("stages");
   if (stages == root.end()) return WholeWorld(world_size);
   if (!stages->is_array()) return InvalidArgumentError(source + ": $.stages is not an array");

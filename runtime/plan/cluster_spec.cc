@@ -135,7 +135,7 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
     const nlohmann::json& entry = (*stages)[i];
     JsonPlace at = stages_at.Index(i);
     HETRUN_RETURN_IF_ERROR(
-        internal::CheckObject(entry, at, {"task", "family", "count", "memory_bytes"}));
+        internal::CheckObject(entry, at, {"task", "family", "count", "memory_bytes", "gpus"}));
     HETRUN_ASSIGN_OR_RETURN(std::string task, internal::RequiredString(entry, at, "task"));
     if (!IsDnsLabel(task)) {
       return at.Key("task").Error("'" + internal::Shown(task) +
@@ -159,6 +159,9 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
     }
     HETRUN_ASSIGN_OR_RETURN(int64_t count,
                             internal::IntegerOr(entry, at, "count", 1, 1, kMaxStages));
+    HETRUN_ASSIGN_OR_RETURN(
+        int64_t gpus, internal::IntegerOr(entry, at, "gpus",
+                                          std::max<int64_t>(cluster.gpus_per_pod, 1), 1, 1024));
     HETRUN_ASSIGN_OR_RETURN(auto memory, internal::OptionalBytes(entry, at, "memory_bytes"));
     if (!memory) return at.Key("memory_bytes").Error("missing (bytes a stage may hold)");
     if (static_cast<int64_t>(cluster.stages.size()) + count > kMaxStages) {
@@ -166,7 +169,7 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
                                    std::to_string(kMaxStages) + " stages");
     }
     for (int64_t k = 0; k < count; ++k) {
-      cluster.stages.push_back({task, replicas[task]++, family, speed->second, *memory});
+      cluster.stages.push_back({task, replicas[task]++, family, speed->second, *memory, gpus});
     }
   }
   return cluster;

@@ -26,6 +26,7 @@ Json StagesJson(const SplitFigures& split, const ModelSpec& model) {
          {"task_index", stage.slot.task_index},
          {"family", stage.slot.family},
          {"speed", stage.slot.speed},
+         {"replicas", stage.slot.gpus},
          {"first_layer", stage.first_layer},
          {"layers", stage.layers},
          {"first_layer_name", model.layers[static_cast<size_t>(stage.first_layer)].name},
@@ -78,6 +79,10 @@ std::string PlanJson(const PipelinePlan& plan, const ModelSpec& model) {
               {"bubble_fraction", plan.best.bubble_fraction},
               {"even_split", SplitJson(plan.even, model)}};
   if (plan.compared) out["compare_split"] = SplitJson(*plan.compared, model);
+  // What `hetrun run --plan` gives the workers (README "The layout file").
+  Json names = Json::array();
+  for (const LayerSpec& layer : model.layers) names.push_back(layer.name);
+  out["layer_names"] = names;
   return out.dump(2) + "\n";
 }
 

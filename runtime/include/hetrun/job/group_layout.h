@@ -1,7 +1,9 @@
 // Which ranks synchronise gradients with which (docs/ARCHITECTURE.md §5): the data-parallel groups
 // the runtime creates sub-process-groups for, and the group the online tuner balances.
 //
-// From the worker plan (HETRUN_PLAN, a JSON file) when it lists ranks per stage:
+// From the layout file `hetrun run` writes for a pipeline (HETRUN_PLAN; it has "num_layers",
+// hetrun/pipeline/job_layout.h, README "The layout file"): each stage's ranks, validated in full.
+// An older plan form that only lists ranks per stage is still read:
 //   {"stages": [{"ranks": [0, 1, 2, 3], ...}, {"ranks": [4, 5], ...}], ...}
 // Every stage's replicas form one data-parallel group (they see different samples and average
 // gradients); other keys are ignored. Without a plan, or with a plan whose stages carry no

@@ -20,6 +20,7 @@ struct StageSlot {
   std::string family;      ///< GPU family label value: "ampere", "hopper", ...
   double speed = 0;        ///< relative compute speed of the family (> 0)
   double memory_bytes = 0;  ///< most bytes of layers the stage may hold (> 0)
+  int64_t gpus = 1;  ///< replicas of the stage (data-parallel ranks): `gpus`, else gpus_per_pod
 };
 
 struct ClusterSpec {
@@ -50,7 +51,8 @@ inline constexpr int64_t kMaxStages = 256;
 /// Parses the cluster JSON:
 ///   {"family_speed": {"ampere": 1.0, "hopper": 3.17}, "label_key": "nvidia.com/gpu.family",
 ///    "stages": [{"task": "heavy-stage-workers", "family": "hopper", "count": 4,
-///                "memory_bytes": 8.0e10}, ...]}
+///                "memory_bytes": 8.0e10, "gpus": 4}, ...]}
+/// `gpus` (optional): the replicas of each stage of the entry; default gpus_per_pod (at least 1).
 /// memory_bytes (and memory_ceiling_bytes) take a number or a size string ("80GiB").
 /// Errors are kInvalidArgument and name `source` and the JSON path ("$.stages[2].family").
 Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_view source);
