@@ -19,9 +19,11 @@ trap 'rm -rf "$work"' EXIT
 rate=$(sed -n 's/^samples_per_s=//p' "$work/summary")
 window=$(sed -n 's/^tuner_overhead=//p' "$work/summary")
 step_us=$(sed -n 's/.*tuner overhead \([0-9.]*\) us per step/\1/p' <<<"$micro")
-awk -v rate="$rate" -v us="$step_us" -v w="$window" 'BEGIN {
+hook_us=$(sed -n 's/^DDP step.*: \(-*[0-9.]*\) us per step$/\1/p' <<<"$micro")
+awk -v rate="$rate" -v us="$step_us" -v hook="$hook_us" -v w="$window" 'BEGIN {
   step_ms = 1000 * 96 / rate
   printf "train_ddp.py, 4 ranks, batch 96: %.1f ms per step (%.1f samples/s)\n", step_ms, rate
   printf "  per-step Python tuner path: %.2f us = %.4f%% of the step\n", us, 100 * us / 1000 / step_ms
+  printf "  per-step with the DDP comm hook (step + loss + hook vs DDP alone): %.1f us = %.4f%% of the step\n", hook, 100 * hook / 1000 / step_ms
   printf "  per-window boundary + bookkeeping (report.tuner_overhead, windows 2..): %.4f%% of the window\n", 100 * w
 }'
