@@ -78,8 +78,10 @@ class Tuner:
         self._group = group
         self._rank = dist.get_rank(group)
         if self._rank < 0:
+            ranks = getattr(dist, "get_process_group_ranks", None)
+            members = ranks(group) if ranks else f"of {dist.get_world_size(group)} ranks"
             raise RuntimeError(f"hetrun.Tuner: rank {dist.get_rank()} is not a member of the "
-                               f"group {dist.get_process_group_ranks(group)}")
+                               f"group {members}")
         self._size = dist.get_world_size(group)
         if global_batch < self._size * min_share:
             raise ValueError(f"hetrun.Tuner: global_batch={global_batch} is below the group size "
