@@ -122,12 +122,14 @@ class Figures:
     def write(self, path: str, shares) -> None:
         tail = [r for r in self.rows if r.window > self.half] or self.rows
         effs = [r.efficiency for r in tail if r.efficiency is not None]
+        ideal = [r.ideal_samples_per_s for r in tail if r.ideal_samples_per_s is not None]
         later = [r.tuner_overhead for r in self.rows[1:]] or [0.0]
 
         def mean(xs):
             return sum(xs) / len(xs) if xs else 0.0
         with open(path, "w") as f:
             f.write(f"samples_per_s={mean([r.samples_per_s for r in tail])}\n"
+                    f"ideal_samples_per_s={mean(ideal)}\n"
                     f"idle_fraction={mean([r.barrier_idle for r in tail])}\n"
                     f"efficiency={mean(effs)}\nloss_first={self.loss_first}\n"
                     f"loss_last={self.loss_last}\ntuner_overhead={mean(later)}\n"

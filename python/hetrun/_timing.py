@@ -1,6 +1,7 @@
 """The compute region of a step: this rank's own forward and backward, up to its last gradient
-bucket (docs/ARCHITECTURE.md §5). CPU: a monotonic clock, stretched by HETRUN_EMULATE_SLOWDOWN.
-GPU: CUDA events on the current stream, read once complete (no host synchronisation)."""
+bucket (docs/ARCHITECTURE.md §5.2). CPU: a monotonic clock, stretched by
+HETRUN_EMULATE_SLOWDOWN (§5.4). GPU: CUDA events on the current stream, read once complete (no
+host synchronisation)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """hetrun.Tuner: each rank's share of the global batch from its measured compute times, with
-exact gradients (docs/ARCHITECTURE.md §5). Windows, warm-up, cost model and solver are the C++
-core's (hetrun._core.WindowLoop); this file times the steps and exchanges the window records."""
+exact gradients (docs/ARCHITECTURE.md §5.2, §5.3). Windows, warm-up, cost model and solver are
+the C++ core's (hetrun._core.WindowLoop); this file times the steps and exchanges the records."""
 
 from __future__ import annotations
 

@@ -61,6 +61,11 @@ py::dict ReportDict(const tuner::WindowReport& report) {
   d["tuner_ms"] = report.tuner_ms;
   d["overhead_ms"] = report.overhead_ms;
   d["overhead_fraction"] = report.overhead_fraction();
+  d["optimal_compute_ms"] = report.optimal_compute_ms;
+  d["achieved_compute_ms"] = report.achieved_compute_ms;
+  d["efficiency"] = report.efficiency;
+  d["samples_per_s"] = report.samples_per_s;
+  d["ideal_samples_per_s"] = report.ideal_samples_per_s;
   return d;
 }
 

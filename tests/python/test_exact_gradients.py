@@ -1,6 +1,7 @@
 """Exact gradients under real DDP over Gloo: 4 processes with shares 1/2/3/10 of 16 give the
-gradient of one process on the whole batch (docs/ARCHITECTURE.md §5), with and without micro-batch
-accumulation under no_sync(), and with reduction="sum" and the user's own SUM all-reduce."""
+gradient of one process on the whole batch (docs/ARCHITECTURE.md §5.3), with and without
+micro-batch accumulation under no_sync(), and with reduction="sum" and the user's own SUM
+all-reduce."""
 
 import pytest
 

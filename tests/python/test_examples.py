@@ -49,7 +49,8 @@ def test_train_ddp_example_writes_its_summary(tmp_path):
                      extra_env={"HETRUN_EMULATE_SLOWDOWN": "2"})
     assert "window  3" in out, out
     figures = dict(line.split("=", 1) for line in summary.read_text().splitlines())
-    assert set(figures) >= {"samples_per_s", "idle_fraction", "efficiency", "loss_first",
-                            "loss_last", "tuner_overhead", "shares_final"}
+    assert set(figures) >= {"samples_per_s", "ideal_samples_per_s", "idle_fraction",
+                            "efficiency", "loss_first", "loss_last", "tuner_overhead",
+                            "shares_final"}
     assert sum(map(int, figures["shares_final"].split(","))) == 24
     assert float(figures["samples_per_s"]) > 0
