@@ -266,6 +266,11 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
   env_options.inventory = plan.inventory ? &*plan.inventory : nullptr;
   return [&plan, &preflight, &env,
           env_options](int restart_count) -> Result<std::vector<WorkerSpec>> {
+    // Multi-node: every node stops and starts each attempt together (job-wide restarts), so
+    // TORCHELASTIC_RESTART_COUNT, and the workers' store prefix with it, agree.
+    if (restart_count > 0 && preflight.rendezvous) {
+      HETRUN_RETURN_IF_ERROR(preflight.rendezvous->BeginAttempt(restart_count));
+    }
     WorkerEnvOptions attempt = env_options;
     attempt.restart_count = restart_count;
     std::vector<WorkerSpec> workers;
@@ -393,6 +398,8 @@ Result<int> commands::Run(const CommandContext& context) {
       return *peer;
     }
     plan.supervision.on_signals_ready = [rendezvous] { rendezvous->ArmSigterm(); };
+    plan.supervision.restart_fd = rendezvous->restart_fd();
+    plan.supervision.restart_reason = [rendezvous] { return rendezvous->RestartReason(); };
   }
   Result<SupervisorOutcome> supervised =
       Supervise(plan.supervision, WorkerSpecs(plan, preflight, context.env));

@@ -74,6 +74,8 @@ JobRendezvous::JobRendezvous(std::unique_ptr<Store> store, RendezvousOptions opt
                                            options_.interrupted);
   event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (event_fd_ < 0) spdlog::warn("eventfd(peer failure): {}", std::strerror(errno));
+  restart_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (restart_fd_ < 0) spdlog::warn("eventfd(job restart): {}", std::strerror(errno));
   peers_.assign(static_cast<size_t>(std::max(options_.nnodes, 1)), Peer{"", Clock::now(), false});
   peers_[static_cast<size_t>(std::clamp(options_.node_rank, 0, options_.nnodes - 1))].settled =
       true;
@@ -83,6 +85,7 @@ JobRendezvous::~JobRendezvous() {
   stop_ = true;
   if (heartbeat_.joinable()) heartbeat_.join();
   if (event_fd_ >= 0) close(event_fd_);
+  if (restart_fd_ >= 0) close(restart_fd_);
 }
 
 void JobRendezvous::set_interrupt(InterruptFn interrupted) {
@@ -360,8 +363,15 @@ void JobRendezvous::BeatRound(Store& store, uint64_t seq, std::string& last_live
     live_changed = Clock::now();
     size_t a = last_live.find('\n');
     size_t b = a == std::string::npos ? a : last_live.find('\n', a + 1);
-    if (b == std::string::npos) return;
-    Status failure = DecodeStatus(last_live.substr(b + 1));
+    size_t c = b == std::string::npos ? b : last_live.find('\n', b + 1);
+    if (c == std::string::npos) return;
+    std::string restart = last_live.substr(b + 1, c - b - 1);
+    size_t space = restart.find(' ');
+    Result<int64_t> next = ParseIntInRange(restart.substr(0, space), 0, 1000000);
+    if (next.ok() && *next > 0 && space != std::string::npos) {
+      NoteRestart(static_cast<int>(*next), restart.substr(space + 1));
+    }
+    Status failure = DecodeStatus(last_live.substr(c + 1));
     std::optional<int> node0 = ExitOf(" " + last_live.substr(a + 1, b - a - 1));
     if (!failure.ok()) {
       SetPeerFailure(UnavailableError(failure.message() + " (seen by node 0)"));
@@ -411,7 +421,84 @@ void JobRendezvous::AggregateRound(Store& store, uint64_t seq, bool report) {
   std::optional<Status> failure = PeerFailure();
   (void)Put(store, Key("live"),
             std::to_string(seq) + "\n" + (code < 0 ? "running" : "exit " + std::to_string(code)) +
-                "\n" + EncodeStatus(failure.value_or(Status::Ok())));
+                "\n" + RestartLine(store) + "\n" + EncodeStatus(failure.value_or(Status::Ok())));
+}
+
+void JobRendezvous::NoteRestart(int attempt, const std::string& reason) {
+  if (attempt <= attempt_.load()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (restart_reason_ == reason) return;  // already signalled
+    restart_reason_ = reason;
+  }
+  spdlog::warn("job-wide restart: {}", reason);
+  uint64_t one = 1;
+  if (restart_fd_ >= 0 && write(restart_fd_, &one, sizeof(one)) < 0) {
+    spdlog::warn("write(job restart eventfd): {}", std::strerror(errno));
+  }
+}
+
+std::string JobRendezvous::RestartReason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return restart_reason_;
+}
+
+// Node 0: "K reason" when a restart to the next attempt K was asked for, else "0".
+std::string JobRendezvous::RestartLine(Store& store) {
+  const int next = attempt_.load() + 1;
+  Result<std::optional<std::string>> asked = Fetch(store, Key("restart/" + std::to_string(next)));
+  if (!asked.ok() || !*asked) return "0";
+  std::string reason = **asked;
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  NoteRestart(next, reason);
+  return std::to_string(next) + " " + reason;
+}
+
+namespace {
+
+// A shutdown signal pending for the process (blocked, not yet read by the supervisor): the
+// restart barrier gives way to it, and the supervisor then reads it.
+bool ShutdownSignalPending() {
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return false;
+  for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
+    if (sigismember(&pending, signal) == 1) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status JobRendezvous::BeginAttempt(int attempt) {
+  const std::string k = std::to_string(attempt);
+  const std::string mine = "node " + std::to_string(options_.node_rank) + " asked for attempt " +
+                           k + " (its workers failed restartably)";
+  HETRUN_ASSIGN_OR_RETURN(std::string reason, Claim(Key("restart/" + k), mine));
+  attempt_ = attempt;  // from now on only a later attempt is news
+  uint64_t drained = 0;
+  if (restart_fd_ >= 0 && read(restart_fd_, &drained, sizeof(drained)) < 0 && errno != EAGAIN) {
+    spdlog::warn("read(job restart eventfd): {}", std::strerror(errno));
+  }
+  HETRUN_ASSIGN_OR_RETURN(int64_t arrived, store_->Add(Key("restart/" + k + "/arrived"), 1));
+  spdlog::info("job-wide restart to attempt {} ({}): {} of {} nodes arrived", attempt, reason,
+               arrived, options_.nnodes);
+  if (arrived == options_.nnodes) (void)Claim(Key("restart/" + k + "/go"), "ok");
+  const auto deadline = Clock::now() + options_.timeout;
+  while (true) {
+    Status waited = store_->Wait({Key("restart/" + k + "/go")}, kWaitSlice);
+    if (waited.ok()) return Status::Ok();
+    if (waited.code() != StatusCode::kDeadlineExceeded) return waited;
+    if (std::optional<Status> peer = PeerFailure()) return *peer;
+    if (ShutdownSignalPending()) {
+      return UnavailableError("a shutdown signal arrived at the barrier of attempt " + k);
+    }
+    if (Clock::now() >= deadline) {
+      return DeadlineExceededError("job-wide restart to attempt " + k +
+                                   ": not every node arrived "
+                                   "within " +
+                                   FormatDuration(options_.timeout));
+    }
+  }
 }
 
 void JobRendezvous::HeartbeatLoop(std::unique_ptr<Store> store) {

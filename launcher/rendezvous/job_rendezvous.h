@@ -9,7 +9,10 @@
 //   round/<name>/<r>  later all-gathers among the nodes (the job-wide kernel-image verdicts)
 //   hb/<r>            node r > 0: "<seq> running" every heartbeat interval, "<seq> exit <code>"
 //   live              node 0's aggregate, every interval: "<seq>\n<node 0: running | exit N>\n
+//                     <0 | the next attempt K and why, when a restart was asked for>\n
 //                     <ok | the first failure it saw>"
+//   restart/<K>       a job-wide restart to attempt K was asked for (first asker's reason)
+//   restart/<K>/arrived, restart/<K>/go   the barrier every node passes before attempt K
 // Liveness is linear in the node count: every node writes one beat and reads one record per
 // interval; only node 0 reads the beats. Waits use the store's blocking wait in slices.
 // Every call has a deadline (DeadlineStore): a frozen node 0 is noticed within --peer-timeout.
@@ -95,6 +98,17 @@ class JobRendezvous {
   /// A file descriptor that becomes readable when PeerFailure() is set (for a poll loop).
   int peer_failure_fd() const { return event_fd_; }
 
+  /// Job-wide restarts (--max-restarts in a multi-node job). Readable (level-triggered) once
+  /// another node asked for the next attempt: the supervisor stops the local workers.
+  int restart_fd() const { return restart_fd_; }
+  /// Why the job restarts ("node 1 asked for attempt 1: its workers failed").
+  std::string RestartReason() const;
+  /// Before attempt `attempt` > 0: asks every node for it (the first asker's reason is kept),
+  /// then waits until every node has arrived at it, so all start attempt `attempt` together and
+  /// the workers use the same store prefix (TORCHELASTIC_RESTART_COUNT). kDeadlineExceeded
+  /// after the rendezvous timeout; kUnavailable on a peer failure or a pending shutdown signal.
+  Status BeginAttempt(int attempt);
+
   /// Publishes this node's exit code. Node 0 hosts the store, so it then waits until every other
   /// node that joined has published its own or is lost (no beat change for peer_timeout since
   /// its last one; a node already declared lost is not waited for again), or until interrupted.
@@ -122,11 +136,16 @@ class JobRendezvous {
   void AggregateRound(Store& store, uint64_t seq, bool report);
   bool AllPeersSettled() const;
   void SetPeerFailure(Status status);
+  void NoteRestart(int attempt, const std::string& reason);
+  std::string RestartLine(Store& store);
   void SendSigtermLocked();
 
   std::unique_ptr<DeadlineStore> store_;
   RendezvousOptions options_;
   int event_fd_ = -1;
+  int restart_fd_ = -1;
+  std::atomic<int> attempt_{0};  ///< the attempt this node runs (or is arriving at)
+  std::string restart_reason_;   ///< guarded by mutex_
   std::thread heartbeat_;
   std::atomic<bool> stop_{false};
   std::atomic<int> exit_code_{-1};  ///< set by Finish; the heartbeat publishes it

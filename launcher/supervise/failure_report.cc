@@ -92,6 +92,9 @@ std::string KindSummary(const WorkerFailure& failure, const std::string& who) {
     case WorkerFailure::Kind::kReceivedSignal:
       return fmt::format("hetrun received {} and stopped the workers (exit code {})",
                          SignalName(failure.signal), failure.exit_code);
+    case WorkerFailure::Kind::kJobRestart:
+      return fmt::format("the job restarts (another node's workers failed: {}); exit code {}",
+                         failure.detail, failure.exit_code);
   }
   return "unknown failure";
 }
@@ -143,6 +146,7 @@ bool IsRestartable(const WorkerFailure& failure) {
   switch (failure.kind) {
     case WorkerFailure::Kind::kSignaled:
     case WorkerFailure::Kind::kHang:
+    case WorkerFailure::Kind::kJobRestart:
       return true;
     case WorkerFailure::Kind::kExited:
       return failure.exit_code == kExitTransient;

@@ -15,6 +15,7 @@ struct WorkerFailure {
     kHang,            ///< a worker stopped beating (--hang-timeout)
     kSpawn,           ///< a worker could not be started (not found, not executable)
     kReceivedSignal,  ///< hetrun itself was asked to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT)
+    kJobRestart,      ///< another node's workers failed restartably: the whole job restarts
   };
   /// What hetrun recognised beyond the exit status (ClassifyWorkerFailure).
   enum class Cause {

@@ -141,6 +141,7 @@ class Supervisor {
                          std::map<std::string, std::string>& env);
   Result<bool> Turn();
   Status PollOnce();
+  void StopForJobRestart();
   Status HandleSignals();
   void HandleSignal(int signal);
   void Reap();
@@ -311,6 +312,10 @@ Result<bool> Supervisor::Turn() {
 Status Supervisor::PollOnce() {
   std::vector<pollfd> fds;
   fds.push_back({signals_.fd(), POLLIN, 0});
+  // A job-wide restart stops a running attempt; once stopping, the fd (still readable) is left
+  // out of the poll set.
+  const bool watch_restart = options_.restart_fd >= 0 && !shutdown_ && !cleanup_;
+  fds.push_back({watch_restart ? options_.restart_fd : -1, POLLIN, 0});
   std::vector<std::pair<UniqueFd*, OutputTee*>> pipes;
   for (Worker& worker : workers_) {
     for (auto [pipe, tee] : {std::pair{&worker.out_pipe, worker.out.get()},
@@ -328,13 +333,28 @@ Status Supervisor::PollOnce() {
   }
   int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs());
   if (ready < 0 && errno != EINTR) return ErrnoError("poll", "supervisor loop", errno);
+  if (ready > 0 && fds[1].revents != 0) StopForJobRestart();
   for (size_t i = 0; ready > 0 && i < pipes.size(); ++i) {
-    if (fds[i + 1].revents != 0) ReadPipe(*pipes[i].first, *pipes[i].second, false);
+    if (fds[i + 2].revents != 0) ReadPipe(*pipes[i].first, *pipes[i].second, false);
   }
   for (size_t i = 0; ready > 0 && i < consoles.size(); ++i) {
-    if (fds[1 + pipes.size() + i].revents != 0) consoles[i]->Flush();
+    if (fds[2 + pipes.size() + i].revents != 0) consoles[i]->Flush();
   }
   return Status::Ok();
+}
+
+// Another node's workers failed restartably: stop this attempt as a restartable failure (the
+// first failure of the attempt wins: a local one already stopping the group stays the reason).
+void Supervisor::StopForJobRestart() {
+  if (failure_ || shutdown_) return;
+  WorkerFailure failure;
+  failure.kind = WorkerFailure::Kind::kJobRestart;
+  failure.rank = -1;
+  failure.exit_code = kExitTransient;
+  failure.detail = options_.restart_reason ? options_.restart_reason() : "job-wide restart";
+  spdlog::warn("{}; stopping every worker", FailureSummary(failure));
+  failure_ = failure;
+  BeginShutdown(SIGTERM);
 }
 
 // SIGKILL at the grace deadline; false once processes survived SIGKILL too long.

@@ -58,6 +58,13 @@ struct SupervisorOptions {
   /// Called once hetrun's shutdown signals are blocked and read from the signalfd, before the
   /// first worker starts (hetrun run arms the rendezvous' SIGTERM on peer failure here).
   std::function<void()> on_signals_ready;
+  /// Readable (level-triggered; never read here) when the whole job restarts because another
+  /// node's workers failed restartably (hetrun run's rendezvous, issue 15 item 6): the running
+  /// attempt is stopped like a failure (SIGTERM, SIGKILL at the grace deadline) and ends as
+  /// Kind::kJobRestart, restarted within the same --max-restarts budget. -1: none.
+  int restart_fd = -1;
+  /// What the restart_fd stands for, for the failure report ("node 1: rank 3 exited with 75").
+  std::function<std::string()> restart_reason;
 };
 
 /// The workers of one attempt; `restart_count` is 0 for the first.

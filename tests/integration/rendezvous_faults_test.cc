@@ -288,6 +288,33 @@ TEST(RendezvousFaultsTest, WithoutASecretTheStoreIsSaidToBeUnauthenticated) {
   EXPECT_NE(node0.log().find("is unauthenticated"), std::string::npos) << node0.log();
 }
 
+// Item 6: node 1's worker exits 75 in attempt 0; node 0's would sleep for two minutes. The whole
+// job restarts: node 0 stops its worker, both agree on attempt 1 and start it together.
+TEST(RendezvousFaultsTest, RestartIsJobWideAndEveryNodeStartsTheSameAttempt) {
+  REQUIRE_RENDEZVOUS();
+  testing::TempDir dir;
+  int port = FreePort();
+  std::vector<std::string> common = {"--max-restarts", "1", "--grace-period", "5s"};
+  const std::string say = "echo attempt=$TORCHELASTIC_RESTART_COUNT rank=$RANK";
+  Launcher node0(
+      dir.path(), "node0",
+      NodeArgs(0, 2, port, common,
+               "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then exec sleep 120; fi; " + say),
+      {});
+  Launcher node1(
+      dir.path(), "node1",
+      NodeArgs(1, 2, port, common,
+               "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then sleep 1; exit 75; fi; " + say),
+      {});
+  EXPECT_EQ(node1.Wait(60s), 0) << node1.log();
+  EXPECT_EQ(node0.Wait(60s), 0) << node0.log();
+  EXPECT_NE(node0.log().find("attempt=1 rank=0"), std::string::npos) << node0.log();
+  EXPECT_NE(node1.log().find("attempt=1 rank=1"), std::string::npos) << node1.log();
+  EXPECT_NE(node0.log().find("job-wide restart"), std::string::npos) << node0.log();
+  std::printf("job-wide restart: both nodes done %.1f s after start\n",
+              Seconds(node0.ended() - node0.started()));
+}
+
 TEST(RendezvousFaultsTest, PodGracePeriodShorterThanHetrunsWorstCaseIsWarned) {
   testing::TempDir dir;
   // 20 s for the pod, 30 s of grace period alone: the kubelet's SIGKILL would cut it short.
