@@ -1,7 +1,9 @@
 // hetrun's entry point: the only place in hetrun that exits. It reads the environment once,
 // sets up logging, runs the subcommand and maps its Status to the exit-code contract.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "hetrun/base/env.h"
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
+#include "rendezvous/rendezvous_api.h"
 #include "supervise/termination_log.h"
 
 namespace {
@@ -60,5 +63,15 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return Main(argc, argv);
+  int code = Main(argc, argv);
+  if (hetrun::launcher::HasAbandonedThreads()) {
+    // A thread is still inside the store library (a frozen peer, a connect cut short): running
+    // the exit handlers beside it could crash or hang the exit and replace the exit code.
+    std::cout.flush();
+    std::cerr.flush();
+    spdlog::shutdown();
+    std::fflush(nullptr);
+    _exit(code);
+  }
+  return code;
 }

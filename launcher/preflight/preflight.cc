@@ -351,11 +351,13 @@ Result<std::unique_ptr<Store>> ConnectInterruptibly(const StoreEndpoint& endpoin
       if (attempt->result) return std::move(*attempt->result);
     }
     if (int signal = rdzv.interrupted ? rdzv.interrupted() : 0; signal != 0) {
+      NoteAbandonedThread();  // the connect (perhaps still inside dlopen) is left behind
       return UnavailableError("node " + std::to_string(rdzv.node_rank) + " received " +
                               SignalName(signal) + " while connecting to the rendezvous store at " +
                               rdzv.endpoint);
     }
     if (std::chrono::steady_clock::now() >= deadline) {
+      NoteAbandonedThread();
       return DeadlineExceededError("connecting to the rendezvous store at " + rdzv.endpoint +
                                    " did not finish within " +
                                    FormatDuration(endpoint.connect_timeout));

@@ -75,6 +75,7 @@ DeadlineStore::~DeadlineStore() {
   // A call still inside the store may never return (frozen peer): leave it behind.
   if (abandon) {
     shared_->thread.detach();
+    NoteAbandonedThread();
   } else {
     shared_->thread.join();
   }

@@ -74,4 +74,11 @@ using OpenTcpStoreFn = int (*)(const StoreEndpoint* endpoint, Store** store, std
 /// kFailedPrecondition when the library is absent (a build without libtorch).
 Result<std::unique_ptr<Store>> OpenTcpStore(const StoreEndpoint& endpoint);
 
+/// Records that a thread was left inside the store library (a call that never got an answer, a
+/// connect cut short by a signal). Such a process must end with _exit after flushing its output:
+/// running the libraries' exit handlers while that thread is inside libtorch (or inside dlopen)
+/// can crash or hang the exit. main() checks HasAbandonedThreads().
+void NoteAbandonedThread();
+bool HasAbandonedThreads();
+
 }  // namespace hetrun::launcher

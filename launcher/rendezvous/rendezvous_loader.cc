@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 
 #include "rendezvous/rendezvous_api.h"
@@ -72,6 +73,18 @@ Result<OpenTcpStoreFn> LoadEntryPoint() {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<bool> abandoned_threads{false};
+}  // namespace
+
+void NoteAbandonedThread() {
+  abandoned_threads = true;
+}
+
+bool HasAbandonedThreads() {
+  return abandoned_threads.load();
+}
 
 Result<std::unique_ptr<Store>> OpenTcpStore(const StoreEndpoint& endpoint) {
   HETRUN_ASSIGN_OR_RETURN(OpenTcpStoreFn open, LoadEntryPoint());
