@@ -111,6 +111,8 @@ run_timed "$limit" "$hetrun" check --target-arch 8.0 "$corpus/fatbin/elf_wrapper
 row "check: crafted 1 MiB ELF (21k wrappers x 21k relocations)" "$el" "$code"
 run_timed "$limit" "$hetrun" plan --cluster "$here/../examples/plan/seed-cluster.json" --model "$corpus/plan/nested_100k"
 row "plan: 100 KB of [" "$el" "$code"
+run_timed "$limit" "$hetrun" plan --cluster "$here/../examples/plan/seed-cluster.json" --model "$corpus/plan/nested_balanced_100k"
+row "plan: 50k [ then 50k ] (139 = SIGSEGV)" "$el" "$code"
 run_timed "$limit" "$hetrun" simulate --scenario "$corpus/scenario/nested_100k"
 row "simulate: 100 KB of [" "$el" "$code"
 run_timed 10 "$hetrun" plan --cluster "$here/../examples/plan/seed-cluster.json" --model "$tmp/fifo"
@@ -118,7 +120,9 @@ row "plan: a FIFO as --model (limit 10 s; 124 = timeout)" "$el" "$code"
 t=$(date +%s%N); (ulimit -v 4000000; timeout 10 "$hetrun" simulate --scenario /dev/zero >/dev/null 2>&1); code=$?; el=$(ms $t)
 row "simulate: /dev/zero as --scenario (limit 10 s, 4 GB)" "$el" "$code"
 t=$(date +%s%N)
-/usr/bin/time -f %M -o "$tmp/rss" "$hetrun" inspect "$corpus/fatbin/elf_entry_claims_1gib" >/dev/null 2>&1
-rss=$(tail -1 "$tmp/rss")
-row "inspect: fatbin entry claiming 1 GiB from 16 bytes" "$(ms $t)" "-" "peak RSS ${rss} KiB"
+/usr/bin/time -f %M -o "$tmp/rss" "$hetrun" inspect --ptx-target "$corpus/fatbin/elf_entry_claims_1gib" >/dev/null 2>&1
+code=$?; rss=$(tail -1 "$tmp/rss")
+row "inspect --ptx-target: entry claiming 1 GiB from 16 bytes" "$(ms $t)" "$code" "peak RSS ${rss} KiB"
+t=$(date +%s%N); (ulimit -v 600000; "$hetrun" inspect --ptx-target "$corpus/fatbin/elf_entry_claims_1gib" >/dev/null 2>&1); code=$?
+row "  the same under a 600 MB address-space limit (134 = abort)" "$(ms $t)" "$code"
 exit 0

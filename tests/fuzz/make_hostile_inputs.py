@@ -8,7 +8,8 @@ Each file once made a parser slow, huge or crash; the corpus replay (every build
   fatbin/elf_containers_times_links      1 MiB: 32k containers x 16k link wrappers
   fatbin/entry_claims_1gib               a zstd entry of 16 bytes claiming a 1 GiB image
   fatbin/elf_entry_claims_1gib           the same inside an ELF .nv_fatbin (hetrun inspect FILE)
-  plan/nested_100k, scenario/nested_100k 100 KB of '[' (a stack overflow in simulate / plan)
+  plan/nested_100k, scenario/nested_100k 100 KB of '['
+  plan/nested_balanced_100k              50k '[' then 50k ']' (plan crashed with SIGSEGV)
 Run it from anywhere: python3 tests/fuzz/make_hostile_inputs.py
 """
 import os
@@ -86,6 +87,7 @@ def main():
         "fatbin/elf_entry_claims_1gib": elf([(".nv_fatbin", 1, 2, 0x1000, 0x40,
                                              entry_claims_1gib())], 4096),
         "plan/nested_100k": b"[" * 100_000,
+        "plan/nested_balanced_100k": b"[" * 50_000 + b"]" * 50_000,
         "scenario/nested_100k": b'{"stages": ' + b"[" * 100_000,
     }
     for name, data in files.items():

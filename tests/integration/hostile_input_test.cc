@@ -10,6 +10,14 @@
 
 #include "run_process.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define HOSTILE_INPUT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HOSTILE_INPUT_ASAN 1
+#endif
+#endif
+
 namespace hetrun {
 namespace {
 
@@ -18,11 +26,12 @@ using testing::ProcessResult;
 const std::string kModel = HETRUN_SOURCE_DIR "/examples/plan/seed-model.json";
 const std::string kCluster = HETRUN_SOURCE_DIR "/examples/plan/seed-cluster.json";
 
-ProcessResult Hetrun(std::vector<std::string> args) {
+ProcessResult Hetrun(std::vector<std::string> args,
+                     std::chrono::milliseconds limit = std::chrono::seconds(60)) {
   args.insert(args.begin(), HETRUN_BINARY);
   testing::ProcessOptions options;
   options.env = std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}};
-  options.timeout = std::chrono::seconds(60);
+  options.timeout = limit;
   return testing::RunProcess(args, options);
 }
 
@@ -78,6 +87,31 @@ TEST(HostileInputTest, DeeplyNestedJsonIsExit78NotACrash) {
   EXPECT_NE(simulate.err.find("nested deeper than 64"), std::string::npos) << simulate.err;
 }
 
+TEST(HostileInputTest, DeeplyNestedBalancedJsonIsExit78NotASegfault) {
+  // 50k '[' then 50k ']': valid JSON that made `hetrun plan` die with SIGSEGV.
+  const std::string nested = HETRUN_SOURCE_DIR "/tests/fuzz/corpus/plan/nested_balanced_100k";
+  ProcessResult r = Hetrun({"plan", "--cluster", kCluster, "--model", nested});
+  EXPECT_EQ(r.exit_code, 78) << r.err;
+  EXPECT_NE(r.err.find("nested deeper than 64"), std::string::npos) << r.err;
+}
+
+TEST(HostileInputTest, FatbinEntryClaimingOneGibIsNotAllocated) {
+#ifdef HOSTILE_INPUT_ASAN
+  GTEST_SKIP() << "an address-space limit and ASan's shadow memory do not mix";
+#endif
+  // 16 stored bytes claiming a 1 GiB image: `inspect --ptx-target` decompresses PTX entries.
+  // Under a 600 MB address-space limit the allocation aborted (134); now the claim is refused.
+  const std::string file = HETRUN_SOURCE_DIR "/tests/fuzz/corpus/fatbin/elf_entry_claims_1gib";
+  testing::ProcessOptions options;
+  options.env = std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}};
+  ProcessResult r = testing::RunProcess(
+      {"/bin/sh", "-c",
+       std::string("ulimit -v 600000 && exec ") + HETRUN_BINARY + " inspect --ptx-target " + file},
+      options);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("compute_90"), std::string::npos) << r.out;
+}
+
 TEST(HostileInputTest, JsonInputOverTheSizeLimitIsExit78) {
   testing::TempDir dir;
   std::string big = dir.WriteFile("big.json", std::string((16u << 20) + 1, ' '));
@@ -90,7 +124,9 @@ TEST(HostileInputTest, CraftedElfWithManyWrappersAndRelocationsIsChecked) {
   // 21k fatbin wrappers x 21k relocations: the lookup per wrapper made this 26 s (1 MiB).
   const std::string crafted =
       HETRUN_SOURCE_DIR "/tests/fuzz/corpus/fatbin/elf_wrappers_times_relocations";
-  ProcessResult r = Hetrun({"check", "--target-arch", "8.0", crafted});
+  // A liveness bound, not a speed test: linear takes well under a second even here; the
+  // quadratic scan took 54 s in a debug build.
+  ProcessResult r = Hetrun({"check", "--target-arch", "8.0", crafted}, std::chrono::seconds(30));
   EXPECT_FALSE(r.timed_out) << "the section scan must be linear";
   EXPECT_NE(r.exit_code, 70) << r.err;
 }
