@@ -4,29 +4,11 @@
 #include <ostream>
 #include <sstream>
 
+#include "commands/nearest_name.h"
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/version.h"
 
 namespace hetrun::launcher {
-namespace {
-
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
 const Subcommand* FindSubcommand(std::string_view name) {
   for (const Subcommand& sub : Subcommands()) {
     if (sub.name == name) return &sub;
@@ -35,16 +17,13 @@ const Subcommand* FindSubcommand(std::string_view name) {
 }
 
 std::string_view SuggestSubcommand(std::string_view name) {
-  std::string_view best;
-  size_t best_distance = 3;
+  std::vector<std::string> names;
+  for (const Subcommand& sub : Subcommands()) names.emplace_back(sub.name);
+  std::string best = NearestName(name, names, 2);
   for (const Subcommand& sub : Subcommands()) {
-    size_t d = EditDistance(name.substr(0, 64), sub.name);
-    if (d < best_distance) {
-      best_distance = d;
-      best = sub.name;
-    }
+    if (sub.name == best) return sub.name;
   }
-  return best;
+  return {};
 }
 
 std::string MainHelp() {

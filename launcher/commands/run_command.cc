@@ -2,8 +2,13 @@
 // and supervise the local workers (launcher/supervise/supervisor.h) and exit with the contract's
 // code. Nothing heavy runs between exec and the first worker when no rendezvous is needed: no
 // Python, no libtorch, and no GPU probe unless --nproc-per-node auto asks for the GPU count.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cxxopts.hpp>
 #include <fstream>
 #include <ostream>
@@ -12,6 +17,7 @@
 #include "commands/command.h"
 #include "commands/phase_signals.h"
 #include "commands/setting.h"
+#include "commands/torchrun_args.h"
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
 #include "hetrun/base/units.h"
@@ -39,11 +45,24 @@ constexpr milliseconds kPodGraceMargin{std::chrono::seconds(10)};
 cxxopts::Options RunOptions() {
   cxxopts::Options options("hetrun run",
                            "Start the local workers of a training job and supervise them.");
-  options.custom_help("[OPTIONS] -- COMMAND [ARGS...]   (run is the default subcommand)");
+  options.custom_help(
+      "[OPTIONS] -- COMMAND [ARGS...] | [OPTIONS] train.py [ARGS...] | [OPTIONS] -m MODULE "
+      "[ARGS...]   (run is the default subcommand; torchrun's options and underscore spellings "
+      "are accepted)");
   AddTopologyOptions(options);
   options.add_options("supervision")(
-      "tee", "prefix every worker output line with [rank R] on the console")(
-      "log-dir", "write one log file per rank (rank_R.log; rank_R.restart_N.log after restarts)",
+      "prefix-ranks", "prefix every worker output line with [rank R] on the console")(
+      "t,tee",
+      "torchrun's --tee: also write these streams to log files: 0 none, 1 stdout, 2 stderr, 3 "
+      "both, or per local rank 0:1,1:2 (files <log-dir>/<run-id>_<pid>/attempt_N/LOCAL_RANK/)",
+      cxxopts::value<std::string>())(
+      "r,redirects", "torchrun's --redirects: these streams go to the log files only (as --tee)",
+      cxxopts::value<std::string>())("local-ranks-filter",
+                                     "only these local ranks' output reaches the console (0,1)",
+                                     cxxopts::value<std::string>())(
+      "log-dir",
+      "write one log file per rank (rank_R.log; rank_R.restart_N.log after restarts); with --tee "
+      "or --redirects, the base of torchrun's layout",
       cxxopts::value<std::string>())(
       "grace-period",
       "SIGTERM -> SIGKILL escalation (30, 30s, 5m); keep it below the pod's "
@@ -68,7 +87,23 @@ cxxopts::Options RunOptions() {
       "HETRUN_PLAN",
       cxxopts::value<std::string>())("run-id", "TORCHELASTIC_RUN_ID for the workers (default none)",
                                      cxxopts::value<std::string>()->default_value("none"))(
-      "h,help", "this text");
+      "role", "ROLE_NAME for the workers (default default)",
+      cxxopts::value<std::string>()->default_value("default"))(
+      "signals-to-handle", "TORCHELASTIC_SIGNALS_TO_HANDLE for the workers",
+      cxxopts::value<std::string>()->default_value("SIGTERM,SIGINT,SIGHUP,SIGQUIT"))(
+      "dry-run", "print each local worker's command and environment, start nothing")("h,help",
+                                                                                     "this text");
+  options.add_options("torchrun")(
+      "python", "interpreter for a .py program and -m (HETRUN_PYTHON, default python3)",
+      cxxopts::value<std::string>())("m,module", "run the program as python -m MODULE")(
+      "no-python", "execute the program directly, even a .py file")(
+      "run-path", "run the program with the Python interpreter whatever its name")(
+      "standalone", "one node on this host: --nnodes 1, --master-addr localhost, a free port")(
+      "rdzv-endpoint", "HOST[:PORT]: the same as --master-addr and --master-port",
+      cxxopts::value<std::string>())("rdzv-backend",
+                                     "c10d or static, accepted (hetrun always meets at its store)",
+                                     cxxopts::value<std::string>())(
+      "rdzv-id", "the same as --run-id", cxxopts::value<std::string>());
   AddPreflightOptions(options);
   return options;
 }
@@ -131,15 +166,44 @@ struct RunPlan {
   std::map<std::string, std::string> stage_vars;
   std::string run_id;
   std::optional<pipeline::JobLayout> layout;  ///< --plan: the pipeline's layout
+  std::string role;
+  std::string signals_to_handle;
 };
+
+/// --tee, --redirects and --local-ranks-filter (torchrun's meanings).
+Status ReadStreamOptions(const cxxopts::ParseResult& parsed, const Environment& env,
+                         SupervisorOptions* supervision) {
+  for (const char* flag : {"tee", "redirects"}) {
+    if (!parsed.count(flag)) continue;
+    Result<StreamMask> mask = ParseStreamMask(parsed[flag].as<std::string>());
+    if (!mask.ok()) return UsageError(std::string("--") + flag + ": " + mask.status().message());
+    (std::string_view(flag) == "tee" ? supervision->tee_streams : supervision->redirect_streams) =
+        *mask;
+  }
+  if (parsed.count("local-ranks-filter")) {
+    HETRUN_ASSIGN_OR_RETURN(supervision->console_local_ranks,
+                            ParseLocalRanks(parsed["local-ranks-filter"].as<std::string>()));
+  }
+  if (supervision->tee_streams.any() || supervision->redirect_streams.any()) {
+    std::string base = supervision->log_dir.empty()
+                           ? env.Get("TMPDIR").value_or("/tmp") + "/hetrun-logs"
+                           : supervision->log_dir;
+    supervision->stream_log_dir =
+        base + "/" + parsed["run-id"].as<std::string>() + "_" + std::to_string(::getpid());
+    supervision->log_dir.clear();
+    spdlog::info("worker stream logs (--tee/--redirects) in {}", supervision->stream_log_dir);
+  }
+  return Status::Ok();
+}
 
 Result<SupervisorOptions> ReadSupervision(const cxxopts::ParseResult& parsed,
                                           const Environment& env,
                                           const std::vector<std::string>& command) {
   SupervisorOptions supervision;
   supervision.command = command;
-  supervision.tee = parsed.count("tee") > 0;
+  supervision.prefix_ranks = parsed.count("prefix-ranks") > 0;
   if (parsed.count("log-dir")) supervision.log_dir = parsed["log-dir"].as<std::string>();
+  HETRUN_RETURN_IF_ERROR(ReadStreamOptions(parsed, env, &supervision));
   HETRUN_ASSIGN_OR_RETURN(supervision.grace_period,
                           Setting<milliseconds>(parsed, "grace-period", env, "HETRUN_GRACE_PERIOD",
                                                 std::chrono::seconds(30), ParseDurationSetting));
@@ -237,6 +301,8 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
   HETRUN_ASSIGN_OR_RETURN(plan.inventory, DeclaredInventory(env, topology_options.fake_gpus));
   HETRUN_ASSIGN_OR_RETURN(plan.preflight, ReadPreflightOptions(parsed, env));
   plan.run_id = parsed["run-id"].as<std::string>();
+  plan.role = parsed["role"].as<std::string>();
+  plan.signals_to_handle = parsed["signals-to-handle"].as<std::string>();
   plan.preflight.job_id = plan.run_id;
   // Local settings are checked before the preflight, which may join the other nodes.
   HETRUN_ASSIGN_OR_RETURN(plan.worker_cpus, WorkerCpus(cpu_bind, topology, plan.local_workers));
@@ -263,6 +329,8 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
   WorkerEnvOptions env_options;
   env_options.max_restarts = plan.supervision.max_restarts;
   env_options.run_id = plan.run_id;
+  env_options.role = plan.role;
+  env_options.signals_to_handle = plan.signals_to_handle;
   env_options.inventory = plan.inventory ? &*plan.inventory : nullptr;
   return [&plan, &preflight, &env,
           env_options](int restart_count) -> Result<std::vector<WorkerSpec>> {
@@ -358,25 +426,112 @@ Result<int> PreflightUnderSignals(const RunPlan& plan, const CommandContext& con
   return -1;
 }
 
+/// The options as cxxopts parsed them (after the torchrun translation) and the workers' argv.
+struct RunCommandLine {
+  cxxopts::ParseResult parsed;
+  std::vector<std::string> command;
+  bool help = false;
+};
+
+std::vector<KnownOption> KnownRunOptions(const cxxopts::Options& options) {
+  std::vector<KnownOption> known;
+  for (const std::string& group : options.groups()) {
+    for (const cxxopts::HelpOptionDetails& option : options.group_help(group).options) {
+      for (const std::string& name : option.l) known.push_back({name, !option.is_boolean});
+    }
+  }
+  return known;
+}
+
+/// A TCP port free on 127.0.0.1 now (--standalone, like torchrun's): bound to port 0 and closed.
+Result<int> FreeLocalPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoError("socket", "--standalone free port", errno);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  int error = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoError("bind/getsockname", "127.0.0.1:0 (--standalone)", error);
+  return static_cast<int>(ntohs(address.sin_port));
+}
+
+Result<RunCommandLine> ParseRunCommandLine(cxxopts::Options& options,
+                                           const CommandContext& context) {
+  HETRUN_ASSIGN_OR_RETURN(TorchrunArgs torchrun,
+                          TranslateTorchrunArgs(context.args, KnownRunOptions(options)));
+  if (torchrun.standalone && std::find(torchrun.options.begin(), torchrun.options.end(),
+                                       "--master-port") == torchrun.options.end()) {
+    HETRUN_ASSIGN_OR_RETURN(int port, FreeLocalPort());
+    torchrun.options.insert(torchrun.options.end(), {"--master-port", std::to_string(port)});
+  }
+  RunCommandLine line;
+  HETRUN_ASSIGN_OR_RETURN(line.parsed, ParseSubcommandOptions(options, torchrun.options));
+  line.help = line.parsed.count("help") > 0;
+  if (line.help) return line;
+  if (torchrun.program.empty()) {
+    return UsageError(
+        "hetrun run: no command (usage: hetrun run [OPTIONS] -- COMMAND [ARGS...], or "
+        "hetrun run [OPTIONS] train.py [ARGS...] as torchrun)");
+  }
+  for (const std::string& ignored : torchrun.ignored) {
+    spdlog::info("{}: a torchrun option hetrun accepts and does not need (ignored)", ignored);
+  }
+  HETRUN_ASSIGN_OR_RETURN(
+      std::string python,
+      Setting<std::string>(line.parsed, "python", context.env, "HETRUN_PYTHON", "python3",
+                           [](std::string_view text) -> Result<std::string> {
+                             if (text.empty()) return InvalidArgumentError("is empty");
+                             return std::string(text);
+                           }));
+  line.command = WorkerCommand(torchrun, python);
+  return line;
+}
+
+/// `hetrun run --dry-run`: each local worker's command and the variables hetrun sets or changes
+/// for it (sorted; the rest of its environment is hetrun's own), nothing started. The preflight's
+/// additions (memory ceiling, agent store) are not included: the preflight does not run.
+Status PrintDryRun(const RunPlan& plan, const CommandContext& context) {
+  PreflightResult no_preflight;
+  HETRUN_ASSIGN_OR_RETURN(std::vector<WorkerSpec> workers,
+                          WorkerSpecs(plan, no_preflight, context.env)(0));
+  for (const WorkerSpec& worker : workers) {
+    context.out << "# rank " << worker.rank << " (local rank " << worker.local_rank
+                << "): hetrun's environment plus\n"
+                << "command:";
+    for (const std::string& arg : plan.supervision.command) context.out << " " << arg;
+    context.out << "\n";
+    const std::map<std::string, std::string>& own = context.env.all();
+    for (const auto& [name, value] : worker.env) {
+      auto it = own.find(name);
+      if (it == own.end() || it->second != value) context.out << name << "=" << value << "\n";
+    }
+    context.out << "HETRUN_RUN_DIR=<run folder, made at start>\n"
+                   "TORCHELASTIC_ERROR_FILE=<run folder>/attempt_0/rank_"
+                << worker.rank << "/error.json\n\n";
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<int> commands::Run(const CommandContext& context) {
   cxxopts::Options options = RunOptions();
-  std::vector<std::string> command;
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
-                          ParseSubcommandOptions(options, context.args, &command));
-  if (parsed.count("help")) {
-    context.out << options.help({"topology", "supervision", "preflight"});
+  HETRUN_ASSIGN_OR_RETURN(RunCommandLine line, ParseRunCommandLine(options, context));
+  if (line.help) {
+    context.out << options.help({"topology", "supervision", "torchrun", "preflight"});
     return kExitOk;
   }
-  if (!parsed.unmatched().empty()) {
-    return UsageError("hetrun run: unexpected argument '" + parsed.unmatched()[0] +
-                      "' (put the command after a lone --: hetrun run [OPTIONS] -- COMMAND)");
-  }
-  if (command.empty()) {
-    return UsageError("hetrun run: no command (usage: hetrun run [OPTIONS] -- COMMAND [ARGS...])");
-  }
+  const cxxopts::ParseResult& parsed = line.parsed;
+  const std::vector<std::string>& command = line.command;
   HETRUN_ASSIGN_OR_RETURN(RunPlan plan, ReadRunPlan(parsed, context.env, command));
+  if (parsed.count("dry-run")) {
+    HETRUN_RETURN_IF_ERROR(PrintDryRun(plan, context));
+    return kExitOk;
+  }
   // One run folder per `hetrun run`, before anything that may need it (launcher/supervise/
   // run_folder.h); removed when this function returns.
   HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<RunFolder> run_folder,

@@ -74,6 +74,7 @@ struct Worker {
   UniqueFd err_pipe;
   UniqueFd log;
   std::string log_path;
+  UniqueFd stream_logs[2];  ///< torchrun-layout stdout.log / stderr.log (--tee, --redirects)
   std::unique_ptr<OutputTee> out;
   std::unique_ptr<OutputTee> err;
   std::string heartbeat;
@@ -157,6 +158,7 @@ class Supervisor {
   int PollTimeoutMs() const;
   bool AnyRunning() const;
   Worker* FindWorker(pid_t pid);
+  void PublishStatus();
 
   const SupervisorOptions& options_;
   SignalSet& signals_;
@@ -165,6 +167,8 @@ class Supervisor {
 
   std::vector<Worker> workers_;
   std::optional<WorkerFailure> failure_;
+  std::optional<WorkerFailure> last_failure_;  ///< the last non-zero worker exit (for status)
+  int restarts_done_ = 0;
   int received_signal_ = 0;  ///< the first shutdown signal hetrun handled, if any
   bool shutdown_ = false;    ///< SIGTERM (or the received signal) sent; deadline armed
   bool cleanup_ = false;     ///< every worker exited; leftovers are being stopped
@@ -190,10 +194,32 @@ Status Supervisor::PrepareOutput(Worker& worker, int restart_count) {
     worker.log_path = options_.log_dir + "/" + LogName(worker.spec.rank, restart_count);
     HETRUN_ASSIGN_OR_RETURN(worker.log, OpenLog(worker.log_path));
   }
-  std::string prefix = options_.tee ? "[rank " + std::to_string(worker.spec.rank) + "] " : "";
-  worker.out = std::make_unique<OutputTee>(&consoles_.out, prefix, worker.log.get(), 0);
-  worker.err =
-      std::make_unique<OutputTee>(&consoles_.err, prefix, worker.log.get(), options_.tail_lines);
+  int local_rank = worker.spec.local_rank;
+  int streams = options_.tee_streams.For(local_rank) | options_.redirect_streams.For(local_rank);
+  int redirected = options_.redirect_streams.For(local_rank);
+  const auto& shown = options_.console_local_ranks;
+  bool console = shown.empty() || std::find(shown.begin(), shown.end(), local_rank) != shown.end();
+  ConsoleSink* sinks[2] = {&consoles_.out, &consoles_.err};
+  for (int stream = 0; stream < 2; ++stream) {
+    int bit = stream + 1;
+    if (!console || (redirected & bit)) sinks[stream] = nullptr;
+    if (!(streams & bit)) continue;
+    std::string dir = options_.stream_log_dir + "/attempt_" + std::to_string(restart_count) + "/" +
+                      std::to_string(local_rank);
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error) return ErrnoError("mkdir", dir, error.value()).WithContext("--tee/--redirects");
+    HETRUN_ASSIGN_OR_RETURN(worker.stream_logs[stream],
+                            OpenLog(dir + (stream == 0 ? "/stdout.log" : "/stderr.log")));
+  }
+  // A stream has one file: --log-dir's rank file, else its torchrun-layout file.
+  auto file = [&worker](int stream) {
+    return worker.stream_logs[stream].valid() ? worker.stream_logs[stream].get() : worker.log.get();
+  };
+  std::string prefix =
+      options_.prefix_ranks ? "[rank " + std::to_string(worker.spec.rank) + "] " : "";
+  worker.out = std::make_unique<OutputTee>(sinks[0], prefix, file(0), 0);
+  worker.err = std::make_unique<OutputTee>(sinks[1], prefix, file(1), options_.tail_lines);
   return Status::Ok();
 }
 
@@ -274,6 +300,7 @@ Status Supervisor::StartWorkers(int restart_count) {
 
 Result<std::optional<WorkerFailure>> Supervisor::RunAttempt(std::vector<WorkerSpec> specs,
                                                             int restart_count) {
+  restarts_done_ = restart_count;
   workers_.clear();
   workers_.resize(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) workers_[i].spec = std::move(specs[i]);
@@ -304,7 +331,27 @@ Result<bool> Supervisor::Turn() {
   if (!CheckDeadlines()) return false;
   if (shutdown_ || cleanup_) SweepStrays();
   CheckHeartbeats();
+  PublishStatus();
   return true;
+}
+
+void Supervisor::PublishStatus() {
+  if (options_.status == nullptr) return;
+  SupervisionStatus& status = *options_.status;
+  status.workers.clear();
+  Clock::time_point now = Clock::now();
+  for (const Worker& worker : workers_) {
+    double since = -1;
+    if (!worker.heartbeat.empty()) {
+      since = std::chrono::duration<double>(now - worker.last_beat).count();
+    }
+    status.workers.push_back({worker.spec.rank, worker.spec.local_rank, worker.running, since});
+  }
+  status.restarts = restarts_done_;
+  if (last_failure_) {
+    status.last_exit_code = last_failure_->exit_code;
+    status.last_exit_reason = FailureSummary(*last_failure_);
+  }
 }
 
 // Waits for the first of: a signal, worker output, a console with room again, a deadline.
@@ -331,9 +378,17 @@ Status Supervisor::PollOnce() {
     fds.push_back({console->poll_fd(), POLLOUT, 0});
     consoles.push_back(console);
   }
+  size_t participant_first = fds.size();
+  if (options_.poll_participant != nullptr) options_.poll_participant->AppendFds(&fds);
   int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs());
   if (ready < 0 && errno != EINTR) return ErrnoError("poll", "supervisor loop", errno);
   if (ready > 0 && fds[1].revents != 0) StopForJobRestart();
+  if (options_.poll_participant != nullptr) {
+    if (ready < 0) {
+      for (pollfd& fd : fds) fd.revents = 0;
+    }
+    options_.poll_participant->HandleReady(std::span<const pollfd>(fds).subspan(participant_first));
+  }
   for (size_t i = 0; ready > 0 && i < pipes.size(); ++i) {
     if (fds[i + 2].revents != 0) ReadPipe(*pipes[i].first, *pipes[i].second, false);
   }
@@ -540,6 +595,7 @@ void Supervisor::OnWorkerExit(Worker& worker, int wait_status) {
     spdlog::debug("rank {} exited with code 0", worker.spec.rank);
     return;
   }
+  last_failure_ = failure;
   if (shutdown_) {
     spdlog::info("{}", FailureSummary(failure));
     return;

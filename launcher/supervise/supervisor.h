@@ -15,11 +15,14 @@
 // deadline; lines dropped under back-pressure are counted and logged.
 #pragma once
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,42 @@ struct WorkerSpec {
       cpus{};  ///< CPU affinity (launcher/supervise/cpu_binding.h); empty = hetrun's own
 };
 
+/// torchrun's --tee / --redirects: which of a worker's streams (1 stdout, 2 stderr, 3 both) go
+/// to its stream log files, for every local rank or per local rank ("0:1,1:2").
+struct StreamMask {
+  int all = 0;
+  std::map<int, int> per_local_rank;
+  int For(int local_rank) const {
+    auto it = per_local_rank.find(local_rank);
+    return it == per_local_rank.end() ? all : it->second;
+  }
+  bool any() const { return all != 0 || !per_local_rank.empty(); }
+};
+
+/// What the supervisor shows while it runs (hetrun run --metrics-port); refreshed every turn of
+/// its loop, read between turns on the same thread.
+struct SupervisionStatus {
+  struct Worker {
+    int rank = 0;
+    int local_rank = 0;
+    bool running = false;
+    double seconds_since_beat = -1;  ///< -1: hang detection off or not started
+  };
+  std::vector<Worker> workers;
+  int restarts = 0;
+  std::optional<int> last_exit_code;  ///< the last worker that ended with a non-zero code
+  std::string last_exit_reason;       ///< its FailureSummary
+};
+
+/// Descriptors polled in the supervisor's loop besides the workers' pipes (the metrics endpoint).
+/// HandleReady must not block: it gets the revents of exactly the fds AppendFds added.
+class PollParticipant {
+ public:
+  virtual ~PollParticipant() = default;
+  virtual void AppendFds(std::vector<pollfd>* fds) = 0;
+  virtual void HandleReady(std::span<const pollfd> fds) = 0;
+};
+
 struct SupervisorOptions {
   std::vector<std::string> command;  ///< argv of every worker; argv[0] searched in its PATH
   /// SIGTERM -> SIGKILL escalation: after a shutdown starts, whatever still runs when this has
@@ -49,8 +88,15 @@ struct SupervisorOptions {
   /// The run folder (launcher/supervise/run_folder.h): heartbeat files and the workers'
   /// TORCHELASTIC_ERROR_FILE live there; HETRUN_RUN_DIR names it for the workers. Required.
   std::string run_dir;
-  bool tee = false;      ///< prefix console lines with "[rank R] "
-  std::string log_dir;   ///< one log file per rank and attempt; empty = none
+  bool prefix_ranks = false;  ///< prefix console lines with "[rank R] " (--prefix-ranks)
+  std::string log_dir;        ///< one log file per rank and attempt; empty = none
+  /// torchrun's --tee (console and file) and --redirects (file only): streams in either mask
+  /// go to <stream_log_dir>/attempt_<n>/<local_rank>/{stdout,stderr}.log, torchrun's layout.
+  StreamMask tee_streams;
+  StreamMask redirect_streams;
+  std::string stream_log_dir;
+  /// --local-ranks-filter: only these local ranks reach the console; empty = every one.
+  std::vector<int> console_local_ranks;
   int max_restarts = 0;  ///< restarts of the whole local group after a restartable failure
   int console_out = STDOUT_FILENO;
   int console_err = STDERR_FILENO;
@@ -65,6 +111,8 @@ struct SupervisorOptions {
   int restart_fd = -1;
   /// What the restart_fd stands for, for the failure report ("node 1: rank 3 exited with 75").
   std::function<std::string()> restart_reason;
+  SupervisionStatus* status = nullptr;          ///< refreshed every turn when set
+  PollParticipant* poll_participant = nullptr;  ///< polled with the pipes when set
 };
 
 /// The workers of one attempt; `restart_count` is 0 for the first.

@@ -15,12 +15,18 @@ std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
   env["LOCAL_WORLD_SIZE"] = std::to_string(local_world_size);
   env["GROUP_RANK"] = std::to_string(topology.node_rank.value);
   env["GROUP_WORLD_SIZE"] = std::to_string(topology.nnodes.value);
+  env["ROLE_NAME"] = options.role;
+  env["ROLE_RANK"] = env["RANK"];
+  env["ROLE_WORLD_SIZE"] = env["WORLD_SIZE"];
   env["MASTER_ADDR"] = topology.master_addr.value;
   env["MASTER_PORT"] = std::to_string(topology.master_port.value);
   env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(options.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);
   env["TORCHELASTIC_RUN_ID"] = options.run_id;
+  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = options.signals_to_handle;
+  if (!env.contains("TORCH_NCCL_ASYNC_ERROR_HANDLING"))
+    env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";
   if (local_world_size > 1 && !env.contains("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = "1";
   // Worker local rank r uses the node's GPU r (the CUDA device order of the inventory).
   if (options.inventory != nullptr && local_rank >= 0 &&

@@ -17,16 +17,22 @@ struct WorkerEnvOptions {
   int max_restarts = 0;         ///< TORCHELASTIC_MAX_RESTARTS
   std::string run_id = "none";  ///< TORCHELASTIC_RUN_ID (torchrun's default for static runs)
   const Inventory* inventory = nullptr;  ///< the node's GPUs (real or fake); null = unknown
+  std::string role = "default";          ///< ROLE_NAME (--role); one role per job
+  /// TORCHELASTIC_SIGNALS_TO_HANDLE (--signals-to-handle), torchrun's default.
+  std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
 };
 
 /// The whole environment of the worker at `local_index` (an index into topology.ranks /
 /// topology.local_ranks): `base` (hetrun's own environment) with RANK, WORLD_SIZE, LOCAL_RANK,
-/// LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
-/// TORCHELASTIC_USE_AGENT_STORE (False: hetrun hosts no store), TORCHELASTIC_RESTART_COUNT,
-/// TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID set, OMP_NUM_THREADS=1 when more than one
-/// worker runs on the node and the user did not set it (like torchrun), and HETRUN_GPU_FAMILY
-/// when the inventory has a GPU for this local rank. TORCH_NCCL_ASYNC_ERROR_HANDLING is left to
-/// PyTorch's own default unless the user set it.
+/// LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_NAME, ROLE_RANK (= RANK: one role),
+/// ROLE_WORLD_SIZE (= WORLD_SIZE), MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE
+/// (False: hetrun hosts no store for the workers; init_process_group("env://") creates its own
+/// on MASTER_ADDR:MASTER_PORT either way), TORCHELASTIC_RESTART_COUNT,
+/// TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID, TORCHELASTIC_SIGNALS_TO_HANDLE, and
+/// TORCH_NCCL_ASYNC_ERROR_HANDLING=1 unless the user set it (torchrun's values), OMP_NUM_THREADS=1
+/// when more than one worker runs on the node and the user did not set it (like torchrun), and
+/// HETRUN_GPU_FAMILY when the inventory has a GPU for this local rank. TORCHELASTIC_ERROR_FILE
+/// and HETRUN_RUN_DIR come from the supervisor (the run folder).
 std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
                                                      const Topology& topology, size_t local_index,
                                                      const WorkerEnvOptions& options);

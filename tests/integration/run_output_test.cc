@@ -1,4 +1,4 @@
-// Worker environment (§4.2), --tee prefixes and --log-dir files of `hetrun run`.
+// Worker environment (§4.2), --prefix-ranks prefixes and --log-dir files of `hetrun run`.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -22,7 +22,7 @@ TEST(RunOutputTest, WorkersGetTheTorchrunEnvironment) {
   TempDir dir;
   HetrunProcess run(
       RunArgs(2,
-              {"--tee", "--master-port", "29555", "--fake-gpus",
+              {"--prefix-ranks", "--master-port", "29555", "--fake-gpus",
                "A100-SXM4-80GB:8.0:81049,H100-SXM5-80GB:9.0:81090", "--run-id", "job7"},
               {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
@@ -46,7 +46,7 @@ TEST(RunOutputTest, WorkersGetTheTorchrunEnvironment) {
 TEST(RunOutputTest, TeePrefixesWholeLinesOfEveryRank) {
   TempDir dir;
   std::string long_line(10000, 'x');
-  HetrunProcess run(RunArgs(2, {"--tee"}, {"out", long_line, "err", "on stderr"}),
+  HetrunProcess run(RunArgs(2, {"--prefix-ranks"}, {"out", long_line, "err", "on stderr"}),
                     HetrunEnv(dir.path()), dir.path());
   ASSERT_EQ(run.Wait(), 0) << run.err();
   for (int rank : {0, 1}) {
@@ -62,8 +62,8 @@ TEST(RunOutputTest, CpuBindSpreadDealsHetrunsCpusToTheLocalRanks) {
   std::vector<std::vector<int>> expected = launcher::SpreadCpus(*cpus, 3);
   TempDir dir;
   HetrunProcess run(
-      {"run", "--nproc-per-node", "3", "--tee", "--cpu-bind", "spread", "--", "/bin/sh", "-c",
-       "echo cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"},
+      {"run", "--nproc-per-node", "3", "--prefix-ranks", "--cpu-bind", "spread", "--", "/bin/sh",
+       "-c", "echo cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"},
       HetrunEnv(dir.path()), dir.path());
   ASSERT_EQ(run.Wait(), 0) << run.err();
   for (int rank = 0; rank < 3; ++rank) {
@@ -110,7 +110,7 @@ TEST(RunOutputTest, APlanStageListIsNarrowedToThePodsEntry) {
   env["VC_TASK_INDEX"] = "2";
   env["HETRUN_STAGE"] = "1,2,3,4";
   env["HETRUN_STAGE_LAYERS"] = "4:14,18:14,32:14,46:14";
-  HetrunProcess run({"run", "--nproc-per-node", "2", "--tee", "--", "/bin/sh", "-c",
+  HetrunProcess run({"run", "--nproc-per-node", "2", "--prefix-ranks", "--", "/bin/sh", "-c",
                      "echo stage=$HETRUN_STAGE layers=$HETRUN_STAGE_LAYERS"},
                     env, dir.path());
   ASSERT_EQ(run.Wait(), 0) << run.err();
@@ -136,7 +136,8 @@ TEST(RunOutputTest, LogDirKeepsOneFilePerRank) {
     EXPECT_TRUE(Contains(log, "to stdout\n")) << log;
     EXPECT_TRUE(Contains(log, "to stderr\n")) << log;
   }
-  EXPECT_TRUE(Contains(run.out(), "to stdout")) << "without --tee output still reaches the console";
+  EXPECT_TRUE(Contains(run.out(), "to stdout"))
+      << "without --prefix-ranks output still reaches the console";
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ TEST(RunRestartTest, BeatingWorkersAreNotHung) {
 TEST(RunRestartTest, RestartsAreCountedAndBounded) {
   TempDir dir;
   HetrunProcess run(
-      RunArgs(2, {"--tee", "--max-restarts", "2"},
+      RunArgs(2, {"--prefix-ranks", "--max-restarts", "2"},
               // rank 1 dies only after rank 0 had time to print (a SIGTERM could beat it)
               {"env", "TORCHELASTIC_RESTART_COUNT", "r1:sleep", "500", "r1:kill", "9", "sleep",
                "60000"}),

@@ -49,9 +49,21 @@ TEST(WorkerEnvTest, DefaultsOmpThreadsToOneOnlyWhenSeveralWorkersAndUnset) {
   EXPECT_FALSE(WorkerEnvironment({}, single, 0, {}).contains("OMP_NUM_THREADS"));
 }
 
-TEST(WorkerEnvTest, LeavesNcclAsyncErrorHandlingToPytorch) {
-  EXPECT_FALSE(
-      WorkerEnvironment({}, TwoNodesOfTwo(0), 0, {}).contains("TORCH_NCCL_ASYNC_ERROR_HANDLING"));
+TEST(WorkerEnvTest, NcclAsyncErrorHandlingIsTorchrunsOneUnlessTheUserSetIt) {
+  EXPECT_EQ(WorkerEnvironment({}, TwoNodesOfTwo(0), 0, {})["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
+  Environment user({{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}});
+  EXPECT_EQ(WorkerEnvironment(user, TwoNodesOfTwo(0), 0, {})["TORCH_NCCL_ASYNC_ERROR_HANDLING"],
+            "0");
+}
+
+TEST(WorkerEnvTest, RoleVariablesDescribeTheOneRole) {
+  WorkerEnvOptions options;
+  options.role = "trainer";
+  auto env = WorkerEnvironment({}, TwoNodesOfTwo(1), 1, options);
+  EXPECT_EQ(env["ROLE_NAME"], "trainer");
+  EXPECT_EQ(env["ROLE_RANK"], env["RANK"]);
+  EXPECT_EQ(env["ROLE_WORLD_SIZE"], "4");
+  EXPECT_EQ(env["TORCHELASTIC_SIGNALS_TO_HANDLE"], "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
 }
 
 TEST(WorkerEnvTest, GpuFamilyComesFromTheLocalRanksGpu) {

@@ -1,0 +1,280 @@
+// hetrun in torchrun's place (README "From torchrun"): torchrun-style command lines start a
+// Python worker that prints its environment, and every variable torchrun gives its workers is
+// there with torchrun's meaning; a real torchrun (when the test Python has torch) is the
+// reference for the list of names.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "run_harness.h"
+
+namespace hetrun {
+namespace {
+
+using testing::HetrunEnv;
+using testing::HetrunProcess;
+using testing::TempDir;
+
+/// Prints "ENV|<RANK>|NAME=VALUE" for every variable and "ARGV|<RANK>|a b c".
+constexpr const char* kWorker = R"(import os, sys
+rank = os.environ.get("RANK", "?")
+for name, value in sorted(os.environ.items()):
+    if "\n" not in value:
+        print(f"ENV|{rank}|{name}={value}")
+print(f"ARGV|{rank}|" + " ".join(sys.argv[1:]))
+)";
+
+/// rank -> variables, and rank -> argv text, from the worker's lines.
+struct WorkerDump {
+  std::map<int, std::map<std::string, std::string>> env;
+  std::map<int, std::string> argv;
+};
+
+WorkerDump ParseDump(const std::string& out) {
+  WorkerDump dump;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    size_t first = line.find('|');
+    size_t second = line.find('|', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    std::string kind = line.substr(0, first);
+    int rank = std::atoi(line.substr(first + 1, second - first - 1).c_str());
+    std::string rest = line.substr(second + 1);
+    if (kind == "ENV") {
+      size_t equals = rest.find('=');
+      dump.env[rank][rest.substr(0, equals)] = rest.substr(equals + 1);
+    } else if (kind == "ARGV") {
+      dump.argv[rank] = rest;
+    }
+  }
+  return dump;
+}
+
+struct Case {
+  std::vector<std::string> args;  ///< after "hetrun", with WORKER and MODULE placeholders
+  std::string role = "default";
+  std::string run_id = "none";
+  std::string max_restarts = "0";
+  std::string master_port;  ///< expected; "" = any number
+  std::string master_addr = "127.0.0.1";
+};
+
+class TorchrunCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    worker_ = dir_.WriteFile("pkg/dump_env.py", kWorker);
+    env_ = HetrunEnv(dir_.path());
+    env_["PYTHONPATH"] = dir_.path() + "/pkg";
+  }
+
+  std::vector<std::string> Expand(std::vector<std::string> args) const {
+    for (std::string& arg : args) {
+      if (arg == "WORKER") arg = worker_;
+      if (arg == "MODULE") arg = "dump_env";
+    }
+    return args;
+  }
+
+  WorkerDump Run(const std::vector<std::string>& args, int* code) {
+    HetrunProcess run(Expand(args), env_, dir_.path(), "hetrun" + std::to_string(runs_++));
+    *code = run.Wait(std::chrono::seconds(120));
+    last_err_ = run.err();
+    return ParseDump(run.out());
+  }
+
+  TempDir dir_;
+  std::string worker_;
+  std::map<std::string, std::string> env_;
+  std::string last_err_;
+  int runs_ = 0;
+};
+
+TEST_F(TorchrunCliTest, TorchrunCommandLinesGiveEveryWorkerTorchrunsVariables) {
+  const std::vector<Case> cases = {
+      {{"--standalone", "--nnodes=1", "--nproc-per-node=2", "WORKER", "--lr", "0.1"},
+       "default",
+       "none",
+       "0",
+       "",
+       "localhost"},
+      {{"--nnodes", "1", "--nproc_per_node", "2", "--node_rank", "0", "--master_addr", "127.0.0.1",
+        "--master_port", "29571", "WORKER", "--lr", "0.1"},
+       "default",
+       "none",
+       "0",
+       "29571"},
+      {{"--nnodes=1:1", "--nproc-per-node=2", "--max-restarts=3", "--rdzv-id=job9",
+        "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:29572", "WORKER", "--lr", "0.1"},
+       "default",
+       "job9",
+       "3",
+       "29572"},
+      {{"--nproc_per_node=2", "--role", "trainer", "--rdzv_backend", "static", "-m", "MODULE",
+        "--lr", "0.1"},
+       "trainer",
+       "none",
+       "0",
+       ""},
+      {{"--nproc-per-node", "2", "--no-python", "python3", "WORKER", "--lr", "0.1"},
+       "default",
+       "none",
+       "0",
+       ""},
+      {{"--nproc-per-node", "2", "--run_path", "WORKER", "--lr", "0.1"},
+       "default",
+       "none",
+       "0",
+       ""},
+      {{"run", "--nproc-per-node", "2", "--", "python3", "WORKER", "--lr", "0.1"},
+       "default",
+       "none",
+       "0",
+       ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.args));
+    int code = -1;
+    WorkerDump dump = Run(c.args, &code);
+    ASSERT_EQ(code, 0) << last_err_;
+    ASSERT_EQ(dump.env.size(), 2u) << "one environment per worker";
+    for (int rank : {0, 1}) {
+      std::map<std::string, std::string>& env = dump.env[rank];
+      std::string r = std::to_string(rank);
+      std::map<std::string, std::string> expected = {
+          {"RANK", r},
+          {"LOCAL_RANK", r},
+          {"WORLD_SIZE", "2"},
+          {"LOCAL_WORLD_SIZE", "2"},
+          {"GROUP_RANK", "0"},
+          {"GROUP_WORLD_SIZE", "1"},
+          {"ROLE_NAME", c.role},
+          {"ROLE_RANK", r},
+          {"ROLE_WORLD_SIZE", "2"},
+          {"MASTER_ADDR", c.master_addr},
+          {"TORCHELASTIC_RESTART_COUNT", "0"},
+          {"TORCHELASTIC_MAX_RESTARTS", c.max_restarts},
+          {"TORCHELASTIC_RUN_ID", c.run_id},
+          {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+          {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
+          {"TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT"},
+          {"OMP_NUM_THREADS", "1"},
+      };
+      for (const auto& [name, value] : expected) {
+        EXPECT_EQ(env[name], value) << name << " of rank " << rank;
+      }
+      if (c.master_port.empty()) {
+        EXPECT_GT(std::atoi(env["MASTER_PORT"].c_str()), 0) << env["MASTER_PORT"];
+      } else {
+        EXPECT_EQ(env["MASTER_PORT"], c.master_port);
+      }
+      EXPECT_NE(env["TORCHELASTIC_ERROR_FILE"].find("rank_" + r + "/error.json"), std::string::npos)
+          << env["TORCHELASTIC_ERROR_FILE"];
+      EXPECT_EQ(dump.argv[rank], "--lr 0.1") << "the program's own arguments pass through";
+    }
+  }
+}
+
+TEST_F(TorchrunCliTest, UserSetNcclAsyncErrorHandlingIsKept) {
+  env_["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "3";
+  int code = -1;
+  WorkerDump dump = Run({"--nproc-per-node", "1", "WORKER"}, &code);
+  ASSERT_EQ(code, 0) << last_err_;
+  EXPECT_EQ(dump.env[0]["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "3");
+}
+
+TEST_F(TorchrunCliTest, ElasticRangesEtcdAndUnknownFlagsExit64WithTheReason) {
+  struct Bad {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {{"--nnodes", "1:4", "WORKER"}, "gang-scheduled"},
+           {{"--rdzv-backend=etcd-v2", "WORKER"}, "gang-scheduled"},
+           {{"--nproc_per_nod", "2", "WORKER"}, "did you mean '--nproc-per-node'"},
+           {{"--max_restart=2", "WORKER"}, "did you mean '--max-restarts'"},
+           {{"--tee", "5", "WORKER"}, "--tee"},
+           {{"-m"}, "-m needs a module"},
+       }) {
+    SCOPED_TRACE(::testing::PrintToString(bad.args));
+    int code = -1;
+    WorkerDump dump = Run(bad.args, &code);
+    EXPECT_EQ(code, 64);
+    EXPECT_NE(last_err_.find(bad.message), std::string::npos) << last_err_;
+    EXPECT_TRUE(dump.env.empty()) << "no worker starts";
+  }
+}
+
+TEST_F(TorchrunCliTest, DryRunPrintsEachWorkersCommandAndEnvironmentAndStartsNothing) {
+  int code = -1;
+  std::string marker = dir_.path() + "/started";
+  HetrunProcess run({"--dry-run", "--nproc_per_node=2", "--role", "r", "--no-python", "/bin/sh",
+                     "-c", "touch " + marker},
+                    env_, dir_.path(), "dry");
+  code = run.Wait();
+  ASSERT_EQ(code, 0) << run.err();
+  std::string out = run.out();
+  for (const char* part :
+       {"# rank 0 (local rank 0)", "# rank 1 (local rank 1)", "TORCH_NCCL_ASYNC_ERROR_HANDLING=1",
+        "RANK=1", "ROLE_NAME=r", "LOCAL_WORLD_SIZE=2", "command: /bin/sh -c touch"}) {
+    EXPECT_NE(out.find(part), std::string::npos) << part << "\n" << out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "--dry-run started a worker";
+}
+
+TEST_F(TorchrunCliTest, TeeRedirectsAndRankFilterFollowTorchrunsLogLayout) {
+  std::string logs = dir_.path() + "/logs";
+  HetrunProcess run({"--nproc-per-node", "2", "--redirects", "1", "--tee", "2", "--log_dir", logs,
+                     "--run-id", "j1", "--local-ranks-filter", "1", "--no-python", "/bin/sh", "-c",
+                     "echo out-$LOCAL_RANK; echo err-$LOCAL_RANK >&2"},
+                    env_, dir_.path(), "tee");
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_EQ(run.out().find("out-"), std::string::npos) << "stdout is redirected: " << run.out();
+  EXPECT_NE(run.err().find("err-1"), std::string::npos) << "stderr is teed to the console";
+  EXPECT_EQ(run.err().find("err-0"), std::string::npos) << "local rank 0 is filtered out";
+  std::string base;
+  for (const auto& entry : std::filesystem::directory_iterator(logs)) base = entry.path();
+  ASSERT_EQ(base.rfind(logs + "/j1_", 0), 0u) << base;
+  for (int r : {0, 1}) {
+    std::string dir = base + "/attempt_0/" + std::to_string(r);
+    EXPECT_EQ(testing::ReadFile(dir + "/stdout.log"), "out-" + std::to_string(r) + "\n");
+    EXPECT_EQ(testing::ReadFile(dir + "/stderr.log"), "err-" + std::to_string(r) + "\n");
+  }
+}
+
+/// The variables a real torchrun gives its workers beyond its own environment, when the test
+/// Python has torch: hetrun's workers get every one of them.
+TEST_F(TorchrunCliTest, EveryVariableARealTorchrunSetsIsSetByHetrun) {
+  std::string python = HETRUN_TEST_PYTHON;
+  if (!std::filesystem::exists(python)) GTEST_SKIP() << "no test Python at " << python;
+  testing::ProcessOptions options;
+  options.env = env_;
+  testing::ProcessResult probe = testing::RunProcess({python, "-c", "import torch"}, options);
+  if (probe.exit_code != 0) GTEST_SKIP() << "no torch in " << python;
+  testing::ProcessResult reference = testing::RunProcess(
+      {python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", worker_},
+      options);
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  WorkerDump torchrun = ParseDump(reference.out);
+  int code = -1;
+  WorkerDump ours = Run({"--standalone", "--nproc-per-node", "2", "WORKER"}, &code);
+  ASSERT_EQ(code, 0) << last_err_;
+  ASSERT_EQ(torchrun.env.size(), 2u);
+  std::set<std::string> different = {"MASTER_PORT", "TORCHELASTIC_RUN_ID",
+                                     "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE"};
+  for (int rank : {0, 1}) {
+    for (const auto& [name, value] : torchrun.env[rank]) {
+      if (env_.contains(name) && env_[name] == value) continue;               // inherited
+      if (name.rfind("PYTHON", 0) == 0 || name.rfind("_", 0) == 0) continue;  // interpreter's
+      ASSERT_TRUE(ours.env[rank].contains(name)) << name << " (torchrun: " << value << ")";
+      if (!different.contains(name)) {
+        EXPECT_EQ(ours.env[rank][name], value) << name << " of rank " << rank;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hetrun
