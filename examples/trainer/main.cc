@@ -8,6 +8,10 @@
 //                  [--min-share N] [--dead-band X] [--min-spread X] [--forgetting X]
 //                  [--change-floor X] [--no-tune]
 //                  [--seq N] [--dim N] [--layers N] [--lr X] [--summary FILE]
+//                  [--reference] [--save-params DIR] [--double]
+//
+// With HETRUN_PLAN set (`hetrun run --plan`), the trainer runs as its pipeline stage
+// (pipeline_mode.h); --reference trains the whole model in one process on the same data.
 //
 // Nothing but the step itself runs per step: the loss stays on the device until the window's
 // end, the tuner's one all-gather runs once per window, and rank 0 prints once per window.
@@ -27,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline_mode.h"
 #include "tiny_gpt.h"
 
 namespace {
@@ -46,6 +51,9 @@ struct Flags {
   double lr = 3e-3;
   TinyGptConfig model;
   std::string summary;
+  bool reference = false;
+  bool float64 = false;
+  std::string save_params;
 };
 
 bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
@@ -101,6 +109,12 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
       if (ok) flags->lr = *v;
     } else if (arg == "--summary" && i + 1 < argc) {
       flags->summary = argv[++i];
+    } else if (arg == "--save-params" && i + 1 < argc) {
+      flags->save_params = argv[++i];
+    } else if (arg == "--reference") {
+      flags->reference = true;
+    } else if (arg == "--double") {
+      flags->float64 = true;
     } else {
       ok = false;
     }
@@ -297,6 +311,11 @@ int main(int argc, char** argv) {
   if (std::string error; !ParseFlags(argc, argv, &flags, &error)) return Fail(64, error);
   torch::set_num_threads(1);  // 1 intra-op thread per worker: many workers share few cores
   hetrun::Environment env = hetrun::Environment::FromProcess();
+  if (flags.reference || env.Get("HETRUN_PLAN")) {
+    PipelineFlags pipeline{flags.steps,   flags.batch,   flags.lr,         flags.model,
+                           flags.summary, flags.float64, flags.save_params};
+    return flags.reference ? RunReference(pipeline) : RunPipelineStage(pipeline, env);
+  }
   auto runtime = hetrun::Runtime::FromEnv(env);
   if (!runtime.ok()) return Fail(78, runtime.status().ToString());
   hetrun::Runtime& rt = **runtime;

@@ -14,20 +14,55 @@ TinyGptImpl::TinyGptImpl(const TinyGptConfig& config) : config_(config) {
 }
 
 torch::Tensor TinyGptImpl::forward(const torch::Tensor& tokens) {
-  torch::Tensor positions = torch::arange(config_.seq, torch::kLong);
-  torch::Tensor x = token_(tokens) + position_(positions).unsqueeze(0);
-  // TransformerEncoder takes [seq, N, dim].
-  x = blocks_(x.transpose(0, 1), causal_mask_).transpose(0, 1);
+  torch::Tensor x = Embed(tokens);
+  for (int64_t i = 0; i < config_.layers; ++i) x = Block(i, x);
   return head_(x);
 }
 
 torch::Tensor TinyGptImpl::PerSampleLoss(const torch::Tensor& tokens,
                                          const torch::Tensor& targets) {
-  torch::Tensor logits = forward(tokens);
+  torch::Tensor x = Embed(tokens);
+  for (int64_t i = 0; i < config_.layers; ++i) x = Block(i, x);
+  return HeadLoss(x, targets);
+}
+
+std::vector<std::string> TinyGptImpl::LayerNames() const {
+  std::vector<std::string> names{"embedding"};
+  for (int64_t i = 0; i < config_.layers; ++i) names.push_back("block." + std::to_string(i));
+  names.push_back("head");
+  return names;
+}
+
+torch::Tensor TinyGptImpl::Embed(const torch::Tensor& tokens) {
+  torch::Tensor positions = torch::arange(config_.seq, torch::kLong).to(tokens.device());
+  return token_(tokens) + position_(positions).unsqueeze(0);
+}
+
+torch::Tensor TinyGptImpl::Block(int64_t index, const torch::Tensor& hidden) {
+  // A TransformerEncoderLayer takes [seq, N, dim]; the encoder runs its layers one by one.
+  auto layer =
+      blocks_->layers[static_cast<size_t>(index)]->as<torch::nn::TransformerEncoderLayer>();
+  return layer
+      ->forward(hidden.transpose(0, 1), causal_mask_.to(hidden.device(), hidden.scalar_type()))
+      .transpose(0, 1);
+}
+
+torch::Tensor TinyGptImpl::HeadLoss(const torch::Tensor& hidden, const torch::Tensor& targets) {
+  torch::Tensor logits = head_(hidden);
   torch::Tensor losses = torch::nn::functional::cross_entropy(
       logits.reshape({-1, config_.vocab}), targets.reshape({-1}),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-  return losses.view({tokens.size(0), config_.seq}).mean(1);
+  return losses.view({hidden.size(0), config_.seq}).mean(1);
+}
+
+std::vector<torch::Tensor> TinyGptImpl::LayerParameters(int64_t layer) {
+  if (layer == 0) {
+    std::vector<torch::Tensor> out = token_->parameters();
+    for (const torch::Tensor& p : position_->parameters()) out.push_back(p);
+    return out;
+  }
+  if (layer == config_.layers + 1) return head_->parameters();
+  return blocks_->layers[static_cast<size_t>(layer - 1)]->parameters();
 }
 
 std::pair<torch::Tensor, torch::Tensor> SyntheticSamples(const TinyGptConfig& config, int64_t step,

@@ -7,6 +7,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 // Defaults sized for the CPU demo: per-sample work (seq x dim) dominates the per-step fixed cost
 // (operator dispatch), the time is close to linear in the samples, and the gradient all-reduce
@@ -26,6 +28,19 @@ class TinyGptImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& tokens);
   /// Mean next-token cross-entropy of each sample: [N].
   torch::Tensor PerSampleLoss(const torch::Tensor& tokens, const torch::Tensor& targets);
+
+  // The model as pipeline layers (README "The layout file"): "embedding", "block.0" ..
+  // "block.{layers-1}", "head"; forward = Head(Block(..Block(Embed(tokens)))).
+  /// The layer names, in order (layers + 2 of them).
+  std::vector<std::string> LayerNames() const;
+  /// tokens [N, seq] -> hidden [N, seq, dim].
+  torch::Tensor Embed(const torch::Tensor& tokens);
+  /// Block `index` on hidden [N, seq, dim].
+  torch::Tensor Block(int64_t index, const torch::Tensor& hidden);
+  /// hidden [N, seq, dim] -> the per-sample loss [N] against targets [N, seq].
+  torch::Tensor HeadLoss(const torch::Tensor& hidden, const torch::Tensor& targets);
+  /// The parameters of pipeline layer `layer` (an index into LayerNames()).
+  std::vector<torch::Tensor> LayerParameters(int64_t layer);
 
  private:
   TinyGptConfig config_;

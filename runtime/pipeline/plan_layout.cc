@@ -45,6 +45,16 @@ Result<StageLayout> PlanStage(const json& entry, std::string_view source, size_t
   for (int64_t r = 0; r < replicas; ++r) stage.ranks.push_back(next_rank++);
   stage.families.assign(stage.ranks.size(), family);
   stage.shares.assign(stage.ranks.size(), 1.0);
+  if (auto it = entry.find("shares"); it != entry.end()) {  // optional: initial shares
+    if (!it->is_array() || it->size() != stage.ranks.size()) {
+      return PlanError(source, at + ".shares must list one number per replica (" +
+                                   std::to_string(replicas) + ")");
+    }
+    for (size_t r = 0; r < it->size(); ++r) {
+      if (!(*it)[r].is_number()) return PlanError(source, at + ".shares must hold numbers");
+      stage.shares[r] = (*it)[r].get<double>();
+    }
+  }
   return stage;
 }
 
@@ -64,6 +74,9 @@ Result<JobLayout> LayoutFromPlan(std::string_view plan_json, std::string_view so
       if (!name.is_string()) return PlanError(source, "$.layer_names must hold strings");
       layout.layer_names.push_back(name.get<std::string>());
     }
+  }
+  if (auto kind = root.find("schedule"); kind != root.end() && kind->is_string()) {
+    HETRUN_ASSIGN_OR_RETURN(layout.schedule, ParseScheduleKind(kind->get<std::string>()));
   }
   auto stages = root.find("stages");
   if (stages == root.end() || !stages->is_array()) {

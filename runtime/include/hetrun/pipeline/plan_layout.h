@@ -12,7 +12,8 @@
 namespace hetrun::pipeline {
 
 /// The layout of the plan `plan_json` (stages[].first_layer, .layers, .replicas (default 1),
-/// .family; micro_batches; layers; layer_names) for a job of `world_size` ranks. kInvalidArgument
+/// .family, .shares (optional initial shares, one per replica); micro_batches; layers;
+/// layer_names; schedule) for a job of `world_size` ranks. kInvalidArgument
 /// naming `source` when the plan is malformed, when its stages' replicas do not add up to
 /// `world_size` (both numbers named), or when the layout it gives is not valid.
 Result<JobLayout> LayoutFromPlan(std::string_view plan_json, std::string_view source,

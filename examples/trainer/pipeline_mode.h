@@ -1,0 +1,28 @@
+// The trainer as one stage of a pipeline (HETRUN_PLAN set by `hetrun run --plan`), and the same
+// model trained whole in one process (--reference) for comparison: same data, same initial
+// weights, AdamW, every step's loss in --summary's `losses`.
+#pragma once
+
+#include <hetrun/base/env.h>
+
+#include <cstdint>
+#include <string>
+
+#include "tiny_gpt.h"
+
+struct PipelineFlags {
+  int64_t steps = 4;
+  int64_t batch = 24;
+  double lr = 3e-3;
+  TinyGptConfig model;
+  std::string summary;      ///< key=value figures (rank 0), with `losses`
+  bool float64 = false;     ///< --double: parameters and activations in float64
+  std::string save_params;  ///< a folder: one <layer name>.txt per layer (its stage's replica 0)
+};
+
+/// Trains this rank's stage of the layout in HETRUN_PLAN; returns the process exit code (78 when
+/// the plan does not match the model, naming both).
+int RunPipelineStage(const PipelineFlags& flags, const hetrun::Environment& env);
+
+/// Trains the whole model in this process (no runtime); returns the exit code.
+int RunReference(const PipelineFlags& flags);
