@@ -19,9 +19,15 @@ constexpr const char* kPlan = R"({
              {"stage": 1, "family": "hopper", "first_layer": 2, "layers": 1}]})";
 
 std::vector<std::string> PlanRun(int nproc, const std::string& plan, const std::string& script) {
-  return {"run",   "--nproc-per-node", std::to_string(nproc),
-          "--tee", "--plan",           plan,
-          "--",    "/bin/sh",          "-c",
+  return {"run",
+          "--nproc-per-node",
+          std::to_string(nproc),
+          "--prefix-ranks",
+          "--plan",
+          plan,
+          "--",
+          "/bin/sh",
+          "-c",
           script};
 }
 
