@@ -378,10 +378,11 @@ Result<std::optional<int>> FinishRendezvous(JobRendezvous& rendezvous,
       peer ? kExitTransient
            : (supervised.ok() ? supervised->exit_code : ExitCodeFor(supervised.status())));
   rendezvous.set_interrupt({});
-  if (signals->Poll() != 0) return std::optional<int>(signals->Exit(env, ""));
   // A lost peer node stopped this node's workers (JobRendezvous raised SIGTERM): report it as
-  // the transient failure it is.
+  // the transient failure it is. It comes first: the SIGTERM hetrun sent itself for it may
+  // still be pending here (and Volcano restarts the job for 75 as for 143).
   if (peer) return *peer;
+  if (signals->Poll() != 0) return std::optional<int>(signals->Exit(env, ""));
   return std::optional<int>();
 }
 
