@@ -131,6 +131,7 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
   }
   std::map<std::string, std::string> family_of_task;
   std::map<std::string, int64_t> replicas;
+  std::map<std::string, int64_t> gpus_of_task;
   for (size_t i = 0; i < stages->size(); ++i) {
     const nlohmann::json& entry = (*stages)[i];
     JsonPlace at = stages_at.Index(i);
@@ -162,6 +163,12 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
     HETRUN_ASSIGN_OR_RETURN(
         int64_t gpus, internal::IntegerOr(entry, at, "gpus",
                                           std::max<int64_t>(cluster.gpus_per_pod, 1), 1, 1024));
+    auto [earlier, first_entry] = gpus_of_task.emplace(task, gpus);
+    if (!first_entry && earlier->second != gpus) {
+      return at.Key("gpus").Error("task '" + task + "' has " + std::to_string(earlier->second) +
+                                  " GPUs per stage in an earlier entry; one task has one pod "
+                                  "template");
+    }
     HETRUN_ASSIGN_OR_RETURN(auto memory, internal::OptionalBytes(entry, at, "memory_bytes"));
     if (!memory) return at.Key("memory_bytes").Error("missing (bytes a stage may hold)");
     if (static_cast<int64_t>(cluster.stages.size()) + count > kMaxStages) {

@@ -46,7 +46,7 @@ SplitFigures Figures(const ModelSpec& model, const ClusterSpec& cluster, const P
     stage.slot = slot;
     stage.first_layer = static_cast<int64_t>(first);
     stage.layers = counts[s];
-    stage.time = prefix.Time(first, end, slot.speed);
+    stage.time = prefix.Time(first, end, slot.speed * static_cast<double>(slot.gpus));
     stage.memory_bytes = prefix.Bytes(first, end);
     stage.memory_limit_bytes = LimitOf(slot, cluster);
     stage.fits_memory = stage.memory_bytes <= stage.memory_limit_bytes;
@@ -198,7 +198,7 @@ Result<double> LeastSlowestStage(const ModelSpec& model, const ClusterSpec& clus
   const size_t width = layers + 1;
   std::vector<double> best(stages * width, kInfinity);
   for (size_t s = 0; s < stages; ++s) {
-    const double speed = cluster.stages[s].speed;
+    const double speed = cluster.stages[s].speed * static_cast<double>(cluster.stages[s].gpus);
     const size_t j_max = layers - (stages - 1 - s);
     for (size_t j = s + 1; j <= j_max; ++j) {
       double& cell = best[s * width + j];
@@ -235,7 +235,7 @@ std::vector<int64_t> LeastTotalSplit(const ModelSpec& model, const ClusterSpec& 
   std::vector<double> sum(stages * width, kInfinity);
   std::vector<size_t> from(stages * width, 0);
   for (size_t s = 0; s < stages; ++s) {
-    const double speed = cluster.stages[s].speed;
+    const double speed = cluster.stages[s].speed * static_cast<double>(cluster.stages[s].gpus);
     const size_t j_max = layers - (stages - 1 - s);
     for (size_t j = s + 1; j <= j_max; ++j) {
       double& cell = sum[s * width + j];

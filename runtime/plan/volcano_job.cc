@@ -104,20 +104,18 @@ std::string Manifests(const Json& job, const std::string& header, const ClusterS
                 "Only the job's own pods reach its pods (the rendezvous store, NCCL).");
 }
 
-Json Container(const ClusterSpec& cluster, Json env) {
+// The pod's container; `gpus` = the replicas of its stage (one worker per GPU).
+Json Container(const ClusterSpec& cluster, Json env, int64_t gpus) {
   AddHetrunEnv(cluster, env);
-  Json args =
-      Json::array({"--nproc-per-node",
-                   cluster.gpus_per_pod > 0 ? std::to_string(cluster.gpus_per_pod) : "1", "--"});
+  Json args = Json::array(
+      {"--nproc-per-node", cluster.gpus_per_pod > 0 ? std::to_string(gpus) : "1", "--"});
   for (const std::string& word : cluster.command) args.push_back(word);
   Json container = {{"name", "trainer"},
                     {"image", cluster.image},
                     {"command", Json::array({"hetrun"})},
                     {"args", args},
                     {"env", std::move(env)}};
-  if (cluster.gpus_per_pod > 0) {
-    container["resources"] = {{"limits", {{"nvidia.com/gpu", cluster.gpus_per_pod}}}};
-  }
+  if (cluster.gpus_per_pod > 0) container["resources"] = {{"limits", {{"nvidia.com/gpu", gpus}}}};
   return container;
 }
 
@@ -153,9 +151,11 @@ std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster
     std::vector<std::string> stage_layers;
     int64_t total_layers = 0;
     std::string family;
+    int64_t gpus = 1;  // one per task: ParseClusterSpec requires it
     for (const StageFigures& stage : plan.best.stages) {
       if (stage.slot.task != task) continue;
       family = stage.slot.family;
+      gpus = stage.slot.gpus;
       stage_ids.push_back(std::to_string(stage.stage));
       stage_layers.push_back(std::to_string(stage.first_layer) + ":" +
                              std::to_string(stage.layers));
@@ -176,7 +176,7 @@ std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster
     Json pod_spec = {{"restartPolicy", "Never"},
                      {"terminationGracePeriodSeconds", kPodGraceSeconds},
                      {"nodeSelector", {{cluster.label_key, family}}},
-                     {"containers", Json::array({Container(cluster, std::move(env))})}};
+                     {"containers", Json::array({Container(cluster, std::move(env), gpus)})}};
     tasks.push_back({{"name", task},
                      {"replicas", static_cast<int64_t>(stage_ids.size())},
                      {"template", {{"spec", std::move(pod_spec)}}}});
@@ -231,10 +231,11 @@ std::string HomogeneousJobYaml(const ClusterSpec& cluster, const std::string& fa
                                        Json::array({{{"key", cluster.label_key},
                                                      {"operator", "In"},
                                                      {"values", Json::array({chosen})}}})}}})}}}}}};
-  Json pod_spec = {{"restartPolicy", "Never"},
-                   {"terminationGracePeriodSeconds", kPodGraceSeconds},
-                   {"affinity", std::move(affinity)},
-                   {"containers", Json::array({Container(cluster, std::move(env))})}};
+  Json pod_spec = {
+      {"restartPolicy", "Never"},
+      {"terminationGracePeriodSeconds", kPodGraceSeconds},
+      {"affinity", std::move(affinity)},
+      {"containers", Json::array({Container(cluster, std::move(env), cluster.gpus_per_pod)})}};
   Json spec = JobSpec(cluster, pods);
   spec["tasks"] = Json::array(
       {{{"name", "worker"}, {"replicas", pods}, {"template", {{"spec", std::move(pod_spec)}}}}});

@@ -1,8 +1,10 @@
 #include "hetrun/pipeline_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include "hetrun/exact_gradients.h"
 #include "hetrun/pipeline/step_slices.h"
@@ -22,6 +24,16 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 int Tag(const Op& op) {
   bool gradient = op.kind == OpKind::kSendGradient || op.kind == OpKind::kRecvGradient;
   return static_cast<int>(op.micro_batch * 2 + (gradient ? 1 : 0));
+}
+
+// HETRUN_EMULATE_SLOWDOWN on CPU: stretch a compute that took `real` to real × slowdown by
+// sleeping the difference (the timings stay real elapsed time, as StepTimer's do).
+void Stretch(std::chrono::steady_clock::time_point start, double slowdown) {
+  if (slowdown <= 1.0) return;
+  auto real = std::chrono::steady_clock::now() - start;
+  std::this_thread::sleep_for(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double, std::nano>(
+          static_cast<double>(std::chrono::nanoseconds(real).count()) * (slowdown - 1.0))));
 }
 
 }  // namespace
@@ -57,6 +69,10 @@ Status PipelineExecutor::Plan(std::span<const std::vector<double>> shares) {
 
 Status PipelineExecutor::Communicate(const pipeline::ScheduleStep& group) {
   c10d::Backend& world = runtime_.world();
+  // NCCL runs a group's sends and receives as one fused launch (ncclGroupStart/End), so a pair
+  // that sends to each other cannot block on stream order; Gloo's are asynchronous already.
+  const bool coalesce = runtime_.backend_name() == "nccl";
+  if (coalesce) world.startCoalescing();
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   std::vector<std::vector<torch::Tensor>> buffers;
   buffers.reserve(group.ops.size());
@@ -85,12 +101,17 @@ Status PipelineExecutor::Communicate(const pipeline::ScheduleStep& group) {
     works.push_back(send ? world.send(buffers.back(), op.peer, Tag(op))
                          : world.recv(buffers.back(), op.peer, Tag(op)));
   }
+  if (coalesce) {
+    c10::intrusive_ptr<c10d::Work> group_work = world.endCoalescing();
+    works.push_back(group_work);
+  }
   for (size_t i = 0; i < works.size(); ++i) {
     try {
-      works[i]->wait();
+      if (works[i]) works[i]->wait();
     } catch (const std::exception& e) {
-      return UnavailableError("pipeline " + group.ops[i].ToString() + " on rank " +
-                              std::to_string(runtime_.rank()) + ": " + e.what());
+      return UnavailableError("pipeline " +
+                              group.ops[std::min(i, group.ops.size() - 1)].ToString() +
+                              " on rank " + std::to_string(runtime_.rank()) + ": " + e.what());
     }
   }
   return Status::Ok();
@@ -139,9 +160,11 @@ Status PipelineExecutor::RunSchedule(int64_t step, PipelineStepFigures& figures)
       figures.wait_ms += MsSince(start);
     } else if (entry.ops[0].kind == OpKind::kForward) {
       HETRUN_RETURN_IF_ERROR(Forward(entry.ops[0], step));
+      Stretch(start, slowdown_);
       figures.forward_ms += MsSince(start);
     } else {
       HETRUN_RETURN_IF_ERROR(Backward(entry.ops[0]));
+      Stretch(start, slowdown_);
       figures.backward_ms += MsSince(start);
     }
   }

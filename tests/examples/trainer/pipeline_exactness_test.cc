@@ -167,6 +167,25 @@ TEST(PipelineExactnessTest, SixStagesOfOneReplicaMatch) {
                                  6, 24);
 }
 
+TEST(PipelineExactnessTest, AStageThatDiesMidScheduleStopsItsPartners) {
+  // Rank 2 (the middle stage) is killed (SIGKILL) 4 s into a long run; its partners wait on
+  // its sends and receives. hetrun stops them and exits with the dead worker's status.
+  TempDir dir;
+  const std::string plan =
+      dir.WriteFile("plan.json", R"({"layers": 6, "micro_batches": 4, "stages": [
+      {"first_layer": 0, "layers": 2, "replicas": 2}, {"first_layer": 2, "layers": 2},
+      {"first_layer": 4, "layers": 2}]})");
+  std::string trainer = std::string(HETRUN_TRAINER) + " --layers 4 --seq 8 --dim 16 --steps 100000";
+  ProcessResult r = RunProcess({HETRUN_BINARY, "run", "--nproc-per-node", "4", "--master-port",
+                                std::to_string(FreePort()), "--plan", plan, "--", "/bin/sh", "-c",
+                                "if [ \"$RANK\" = 2 ]; then exec timeout -s KILL 4 " + trainer +
+                                    "; else exec " + trainer + "; fi"},
+                               Options(dir));
+  ASSERT_FALSE(r.timed_out) << "a dead stage left its partners hanging\n" << r.err;
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("rank 2"), std::string::npos) << r.err;
+}
+
 TEST(PipelineExactnessTest, APlanThatDoesNotMatchTheModelExits78NamingBoth) {
   TempDir dir;
   std::string layout =

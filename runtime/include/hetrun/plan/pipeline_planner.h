@@ -20,9 +20,9 @@ namespace hetrun::plan {
 struct StageFigures {
   int64_t stage = 0;
   StageSlot slot;
-  int64_t first_layer = 0;        ///< index into ModelSpec::layers
-  int64_t layers = 0;             ///< >= 1
-  double time = 0;                ///< Σ cost / speed: per micro-batch, in the model's cost unit
+  int64_t first_layer = 0;  ///< index into ModelSpec::layers
+  int64_t layers = 0;       ///< >= 1
+  double time = 0;  ///< Σ cost / (speed × replicas): per micro-batch, in the model's cost unit
   double memory_bytes = 0;        ///< Σ bytes of its layers
   double memory_limit_bytes = 0;  ///< min(slot memory, job ceiling)
   bool fits_memory = true;

@@ -45,7 +45,8 @@ struct PipelineStage {
 /// One step's figures on this rank.
 struct PipelineStepFigures {
   double loss = 0;         ///< the global batch's mean loss (on every rank)
-  double forward_ms = 0;   ///< this rank's forward compute, all micro-batches
+  double forward_ms = 0;   ///< this rank's forward compute, all micro-batches (emulated
+                           ///< slowdown included)
   double backward_ms = 0;  ///< this rank's backward compute
   double wait_ms = 0;      ///< waiting for sends and receives to complete
   double reduce_ms = 0;    ///< the stage's gradient all-reduce and the loss all-reduce
@@ -73,7 +74,11 @@ class PipelineExecutor {
 
  private:
   PipelineExecutor(Runtime& runtime, pipeline::JobLayout layout, PipelineStage stage, int64_t batch)
-      : runtime_(runtime), layout_(std::move(layout)), stage_(std::move(stage)), batch_(batch) {}
+      : runtime_(runtime),
+        layout_(std::move(layout)),
+        stage_(std::move(stage)),
+        batch_(batch),
+        slowdown_(runtime.on_gpu() ? 1.0 : runtime.emulated_slowdown()) {}
   Status Plan(std::span<const std::vector<double>> shares);
   Status RunSchedule(int64_t step, PipelineStepFigures& figures);
   Status Communicate(const pipeline::ScheduleStep& group);
@@ -84,6 +89,7 @@ class PipelineExecutor {
   pipeline::JobLayout layout_;
   PipelineStage stage_;
   int64_t batch_ = 0;
+  double slowdown_ = 1.0;  ///< HETRUN_EMULATE_SLOWDOWN: compute stretched on CPU
   pipeline::RoutingTable routes_;
   pipeline::Schedule schedule_;
   // Per micro-batch of the running step.
