@@ -312,8 +312,9 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);  // 1 intra-op thread per worker: many workers share few cores
   hetrun::Environment env = hetrun::Environment::FromProcess();
   if (flags.reference || env.Get("HETRUN_PLAN")) {
-    PipelineFlags pipeline{flags.steps,   flags.batch,   flags.lr,         flags.model,
-                           flags.summary, flags.float64, flags.save_params};
+    PipelineFlags pipeline{flags.steps, flags.batch,          flags.lr,
+                           flags.model, flags.summary,        flags.float64,
+                           flags.tune,  TuningOptions(flags), flags.save_params};
     return flags.reference ? RunReference(pipeline) : RunPipelineStage(pipeline, env);
   }
   auto runtime = hetrun::Runtime::FromEnv(env);

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <span>
 #include <vector>
 
 namespace {
@@ -126,13 +128,50 @@ std::vector<double> StageTimes(hetrun::Runtime& rt, const hetrun::pipeline::JobL
   return out;
 }
 
+// Every rank's new share (samples of the step, from its stage's tuner), gathered across the
+// world: the shares of every stage, which every rank needs to route (one all-gather per window).
+hetrun::Result<std::vector<std::vector<double>>> GatherShares(
+    hetrun::Runtime& rt, const hetrun::pipeline::JobLayout& layout, double mine) {
+  std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(&mine), sizeof(mine));
+  HETRUN_ASSIGN_OR_RETURN(std::vector<std::byte> all, rt.AllGatherBytes(rt.world(), bytes));
+  std::vector<std::vector<double>> shares;
+  for (const auto& stage : layout.stages) {
+    shares.emplace_back();
+    for (int r : stage.ranks) {
+      double value = 0;
+      std::memcpy(&value, all.data() + static_cast<size_t>(r) * sizeof(double), sizeof(double));
+      shares.back().push_back(value);
+    }
+  }
+  return shares;
+}
+
+// The stage's tuner: per-stage windows over the measured compute (forward + backward).
+struct StageTuner {
+  hetrun::TunerLoop loop;
+  int64_t samples = 0;  // this rank's samples in the running step
+};
+
+hetrun::Result<StageTuner> MakeStageTuner(hetrun::Runtime& rt, const PipelineFlags& flags,
+                                          const hetrun::pipeline::JobLayout& layout) {
+  hetrun::TunerLoopOptions options = flags.tuning;
+  options.batch = flags.batch;
+  options.max_micro_batch = flags.batch;
+  options.tune = flags.tune;
+  // Every micro-batch gives each replica at least the layout's minimum share.
+  options.min_share = std::max<int64_t>(options.min_share, layout.micro_batches * layout.min_share);
+  HETRUN_ASSIGN_OR_RETURN(hetrun::TunerLoop loop, hetrun::TunerLoop::Create(rt, options));
+  return StageTuner{std::move(loop), 0};
+}
+
 struct Totals {
-  double forward = 0, backward = 0, wait = 0, step = 0;
+  double forward = 0, backward = 0, wait = 0, step = 0, share = 0;
   int64_t steps = 0;
 };
 
 void Report(hetrun::Runtime& rt, const hetrun::PipelineExecutor& exec, const PipelineFlags& flags,
-            const Totals& t, const std::vector<double>& losses) {
+            const Totals& t, const std::vector<double>& losses,
+            const std::vector<std::vector<double>>& shares) {
   const auto& layout = exec.layout();
   const double m = static_cast<double>(layout.micro_batches);
   const double n = static_cast<double>(std::max<int64_t>(t.steps, 1));
@@ -163,7 +202,11 @@ void Report(hetrun::Runtime& rt, const hetrun::PipelineExecutor& exec, const Pip
       << "\npredicted_step_ms=" << predicted << "\nbubble_fraction=" << bubble
       << "\npredicted_bubble_fraction=" << predicted_bubble
       << "\nsamples_per_s=" << 1000.0 * static_cast<double>(flags.batch) / step_ms
-      << "\nstage_ms=" << stage_ms << "\n";
+      << "\nstage_ms=" << stage_ms << "\nshares=";
+  for (size_t s = 0; s < shares.size(); ++s) {  // the tuner's last shares: stages ';'
+    for (size_t r = 0; r < shares[s].size(); ++r) out << (r ? "," : (s ? ";" : "")) << shares[s][r];
+  }
+  out << "\n";
 }
 
 }  // namespace
@@ -184,22 +227,35 @@ int RunPipelineStage(const PipelineFlags& flags, const hetrun::Environment& env)
   torch::optim::AdamW optimizer(stage.parameters, torch::optim::AdamWOptions(flags.lr));
   auto exec = hetrun::PipelineExecutor::Create(rt, *layout, stage, flags.batch);
   if (!exec.ok()) return Fail(78, exec.status().ToString());
+  auto tuner = MakeStageTuner(rt, flags, *layout);
+  if (!tuner.ok()) return Fail(64, tuner.status().ToString());
   std::vector<double> losses;
   Totals totals;
+  std::vector<std::vector<double>> shares;  // empty: the plan's
   for (int64_t step = 0; step < flags.steps; ++step) {
     optimizer.zero_grad();
-    auto figures = (*exec)->Step(step);
+    auto figures = (*exec)->Step(step, shares);
     if (!figures.ok()) return Fail(75, figures.status().ToString());
     optimizer.step();
     losses.push_back(figures->loss);
+    std::vector<hetrun::StepMeasurement> measured{
+        {(*exec)->samples(), figures->forward_ms + figures->backward_ms}};
+    auto report = tuner->loop.EndIteration(measured, figures->step_ms, figures->wait_ms);
+    if (!report.ok()) return Fail(75, report.status().ToString());
+    if (report->has_value()) {  // every rank at the same step: windows count the same steps
+      auto gathered = GatherShares(rt, *layout, static_cast<double>(tuner->loop.local_share()));
+      if (!gathered.ok()) return Fail(75, gathered.status().ToString());
+      shares = *gathered;
+    }
     if (step == 0 && flags.steps > 1) continue;  // the first step carries lazy initialisation
     totals.forward += figures->forward_ms;
     totals.backward += figures->backward_ms;
     totals.wait += figures->wait_ms;
     totals.step += figures->step_ms;
+    totals.share = static_cast<double>((*exec)->samples());
     ++totals.steps;
   }
-  Report(rt, **exec, flags, totals, losses);
+  Report(rt, **exec, flags, totals, losses, shares);
   if (!flags.save_params.empty() && rt.data_parallel_rank() == 0 &&
       !SaveLayers(model, flags.save_params, entry.first_layer, entry.layers)) {
     return 78;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <hetrun/base/env.h>
+#include <hetrun/tuner_loop.h>
 
 #include <cstdint>
 #include <string>
@@ -15,8 +16,13 @@ struct PipelineFlags {
   int64_t batch = 24;
   double lr = 3e-3;
   TinyGptConfig model;
-  std::string summary;      ///< key=value figures (rank 0), with `losses`
-  bool float64 = false;     ///< --double: parameters and activations in float64
+  std::string summary;   ///< key=value figures (rank 0), with `losses`
+  bool float64 = false;  ///< --double: parameters and activations in float64
+  /// The per-stage tuner: each stage's replicas' shares of every micro-batch, from their measured
+  /// compute (one all-gather per window in the stage's group, then one across the world so every
+  /// rank routes with every stage's shares). Off: the plan's shares throughout.
+  bool tune = true;
+  hetrun::TunerLoopOptions tuning;
   std::string save_params;  ///< a folder: one <layer name>.txt per layer (its stage's replica 0)
 };
 

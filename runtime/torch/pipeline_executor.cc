@@ -59,6 +59,14 @@ Result<std::unique_ptr<PipelineExecutor>> PipelineExecutor::Create(
   return exec;
 }
 
+int64_t PipelineExecutor::samples() const {
+  int64_t total = 0;
+  for (size_t m = 0; m < routes_.step.micro_batches.size(); ++m) {
+    total += routes_.step.Slice(schedule_.stage, static_cast<int64_t>(m), schedule_.replica).size();
+  }
+  return total;
+}
+
 Status PipelineExecutor::Plan(std::span<const std::vector<double>> shares) {
   HETRUN_ASSIGN_OR_RETURN(pipeline::StepSlices slices,
                           pipeline::SliceStep(layout_, batch_, shares));

@@ -68,6 +68,8 @@ class PipelineExecutor {
   Result<PipelineStepFigures> Step(int64_t step, std::span<const std::vector<double>> shares = {});
 
   const pipeline::Schedule& schedule() const { return schedule_; }
+  /// This rank's samples per step under the current shares (Σ of its micro-batch slices).
+  int64_t samples() const;
   const pipeline::JobLayout& layout() const { return layout_; }
   int stage() const { return schedule_.stage; }
   bool last_stage() const { return schedule_.stage + 1 == static_cast<int>(layout_.stages.size()); }
