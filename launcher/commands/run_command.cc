@@ -24,6 +24,8 @@
 #include "hetrun/job/inventory.h"
 #include "hetrun/job/topology.h"
 #include "hetrun/pipeline/plan_layout.h"
+#include "metrics/metrics_server.h"
+#include "metrics/pod_metrics.h"
 #include "preflight/preflight.h"
 #include "preflight/stage_env.h"
 #include "preflight/topology_inputs.h"
@@ -91,8 +93,11 @@ cxxopts::Options RunOptions() {
       cxxopts::value<std::string>()->default_value("default"))(
       "signals-to-handle", "TORCHELASTIC_SIGNALS_TO_HANDLE for the workers",
       cxxopts::value<std::string>()->default_value("SIGTERM,SIGINT,SIGHUP,SIGQUIT"))(
-      "dry-run", "print each local worker's command and environment, start nothing")("h,help",
-                                                                                     "this text");
+      "dry-run", "print each local worker's command and environment, start nothing")(
+      "metrics-port",
+      "serve Prometheus metrics on http://HOST:PORT/metrics while the workers run ([HOST:]PORT, "
+      "default host 0.0.0.0, port 0 = any free one) (HETRUN_METRICS_PORT, default off)",
+      cxxopts::value<std::string>())("h,help", "this text");
   options.add_options("torchrun")(
       "python", "interpreter for a .py program and -m (HETRUN_PYTHON, default python3)",
       cxxopts::value<std::string>())("m,module", "run the program as python -m MODULE")(
@@ -517,6 +522,39 @@ Status PrintDryRun(const RunPlan& plan, const CommandContext& context) {
   return Status::Ok();
 }
 
+/// --metrics-port / HETRUN_METRICS_PORT: the endpoint, bound before the preflight so a taken
+/// port fails before any rendezvous; served by the supervisor's loop. Null when off.
+Result<std::unique_ptr<MetricsServer>> StartMetrics(const cxxopts::ParseResult& parsed,
+                                                    const Environment& env, const RunPlan& plan,
+                                                    const PreflightResult& preflight,
+                                                    const SupervisionStatus& status) {
+  HETRUN_ASSIGN_OR_RETURN(std::optional<MetricsAddress> address,
+                          Setting<std::optional<MetricsAddress>>(
+                              parsed, "metrics-port", env, "HETRUN_METRICS_PORT", std::nullopt,
+                              [](std::string_view text) -> Result<std::optional<MetricsAddress>> {
+                                HETRUN_ASSIGN_OR_RETURN(MetricsAddress parsed_address,
+                                                        ParseMetricsAddress(std::string(text)));
+                                return std::optional<MetricsAddress>(parsed_address);
+                              }));
+  if (!address) return std::unique_ptr<MetricsServer>();
+  auto render = [&plan, &preflight, &status] {
+    PodMetricsInput input;
+    input.status = &status;
+    input.run_dir = plan.supervision.run_dir;
+    input.nnodes = plan.topology.nnodes.value;
+    input.node_rank = plan.topology.node_rank.value;
+    input.rendezvous = preflight.rendezvous != nullptr;
+    input.nodes_joined = input.rendezvous ? static_cast<int>(preflight.records.size()) : 1;
+    if (plan.topology.per_process && input.rendezvous) input.nodes_joined = input.nnodes;
+    if (preflight.ceiling) input.memory_ceiling = preflight.ceiling->bytes;
+    return RenderPodMetrics(input);
+  };
+  HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> server,
+                          MetricsServer::Listen(*address, std::move(render)));
+  spdlog::info("metrics on http://{}:{}/metrics", address->host, server->port());
+  return server;
+}
+
 }  // namespace
 
 Result<int> commands::Run(const CommandContext& context) {
@@ -543,6 +581,11 @@ Result<int> commands::Run(const CommandContext& context) {
                             WriteLayoutFile(*plan.layout, run_folder->path()));
   }
   PreflightResult preflight;
+  SupervisionStatus status;
+  HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> metrics,
+                          StartMetrics(parsed, context.env, plan, preflight, status));
+  plan.supervision.status = &status;
+  plan.supervision.poll_participant = metrics.get();
   HETRUN_ASSIGN_OR_RETURN(int stopped, PreflightUnderSignals(plan, context, command, &preflight));
   if (stopped >= 0) return stopped;
   JobRendezvous* rendezvous = preflight.rendezvous.get();

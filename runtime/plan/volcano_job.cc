@@ -55,6 +55,10 @@ constexpr int64_t kPodGraceMarginSeconds = 15;
 constexpr int64_t kPodGraceSeconds =
     kHetrunGraceSeconds + kHetrunPeerTimeoutSeconds + kPodGraceMarginSeconds;
 
+// The port of hetrun run's /metrics endpoint in every pod (HETRUN_METRICS_PORT), declared as
+// the container port "metrics" (examples/monitoring/podmonitor.yaml scrapes it by that name).
+constexpr int64_t kMetricsPort = 9400;
+
 std::string SecretName(const ClusterSpec& cluster) {
   return cluster.job_name + "-hetrun-secret";
 }
@@ -66,6 +70,17 @@ void AddHetrunEnv(const ClusterSpec& cluster, Json& env) {
       {{"name", "HETRUN_JOB_SECRET"},
        {"valueFrom", {{"secretKeyRef", {{"name", SecretName(cluster)}, {"key", "secret"}}}}}});
   env.push_back(EnvVar("HETRUN_POD_GRACE_PERIOD", std::to_string(kPodGraceSeconds) + "s"));
+  env.push_back(EnvVar("HETRUN_METRICS_PORT", std::to_string(kMetricsPort)));
+}
+
+// The pod template around `pod_spec`: Prometheus' scrape annotations, and a memory-backed
+// /dev/shm (NCCL and DataLoader workers outgrow the container runtime's default 64 MiB).
+Json PodTemplate(Json pod_spec) {
+  pod_spec["volumes"] = Json::array({{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}}});
+  Json annotations = {{"prometheus.io/scrape", "true"},
+                      {"prometheus.io/port", std::to_string(kMetricsPort)},
+                      {"prometheus.io/path", "/metrics"}};
+  return {{"metadata", {{"annotations", std::move(annotations)}}}, {"spec", std::move(pod_spec)}};
 }
 
 // Ingress to the job's pods only from the job's pods (the store port, NCCL's ports): Volcano
@@ -81,7 +96,11 @@ Json NetworkPolicy(const ClusterSpec& cluster) {
           {"spec",
            {{"podSelector", job_pods},
             {"policyTypes", Json::array({"Ingress"})},
-            {"ingress", Json::array({{{"from", Json::array({{{"podSelector", job_pods}}})}}})}}}};
+            {"ingress",
+             Json::array(
+                 {{{"from", Json::array({{{"podSelector", job_pods}}})}},
+                  // /metrics from anywhere (Prometheus): read-only figures, no secrets.
+                  {{"ports", Json::array({{{"port", kMetricsPort}, {"protocol", "TCP"}}})}}})}}}};
 }
 
 std::string SecurityHeader(const ClusterSpec& cluster) {
@@ -101,7 +120,9 @@ std::string SecurityHeader(const ClusterSpec& cluster) {
 std::string Manifests(const Json& job, const std::string& header, const ClusterSpec& cluster) {
   return ToYaml(job, header + SecurityHeader(cluster)) + "---\n" +
          ToYaml(NetworkPolicy(cluster),
-                "Only the job's own pods reach its pods (the rendezvous store, NCCL).");
+                "Only the job's own pods reach its pods (the rendezvous store, NCCL); the\n"
+                "metrics port " +
+                    std::to_string(kMetricsPort) + " is open to all (Prometheus).");
 }
 
 // The pod's container; `gpus` = the replicas of its stage (one worker per GPU).
@@ -110,11 +131,15 @@ Json Container(const ClusterSpec& cluster, Json env, int64_t gpus) {
   Json args = Json::array(
       {"--nproc-per-node", cluster.gpus_per_pod > 0 ? std::to_string(gpus) : "1", "--"});
   for (const std::string& word : cluster.command) args.push_back(word);
-  Json container = {{"name", "trainer"},
-                    {"image", cluster.image},
-                    {"command", Json::array({"hetrun"})},
-                    {"args", args},
-                    {"env", std::move(env)}};
+  Json container = {
+      {"name", "trainer"},
+      {"image", cluster.image},
+      {"command", Json::array({"hetrun"})},
+      {"args", args},
+      {"env", std::move(env)},
+      {"ports",
+       Json::array({{{"name", "metrics"}, {"containerPort", kMetricsPort}, {"protocol", "TCP"}}})},
+      {"volumeMounts", Json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}}})}};
   if (cluster.gpus_per_pod > 0) container["resources"] = {{"limits", {{"nvidia.com/gpu", gpus}}}};
   return container;
 }
@@ -179,7 +204,7 @@ std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster
                      {"containers", Json::array({Container(cluster, std::move(env), gpus)})}};
     tasks.push_back({{"name", task},
                      {"replicas", static_cast<int64_t>(stage_ids.size())},
-                     {"template", {{"spec", std::move(pod_spec)}}}});
+                     {"template", PodTemplate(std::move(pod_spec))}});
   }
   Json spec = JobSpec(cluster, static_cast<int64_t>(plan.best.stages.size()));
   spec["tasks"] = std::move(tasks);
@@ -238,7 +263,7 @@ std::string HomogeneousJobYaml(const ClusterSpec& cluster, const std::string& fa
       {"containers", Json::array({Container(cluster, std::move(env), cluster.gpus_per_pod)})}};
   Json spec = JobSpec(cluster, pods);
   spec["tasks"] = Json::array(
-      {{{"name", "worker"}, {"replicas", pods}, {"template", {{"spec", std::move(pod_spec)}}}}});
+      {{{"name", "worker"}, {"replicas", pods}, {"template", PodTemplate(std::move(pod_spec))}}});
   Json job = {{"apiVersion", "batch.volcano.sh/v1alpha1"},
               {"kind", "Job"},
               {"metadata", Metadata(cluster)},

@@ -1,6 +1,8 @@
 // The tuner's per-step loop: windows, warm-up, min_share, the boundary's exchange and report.
 #include "hetrun/tuner/window_loop.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -75,7 +77,9 @@ Result<WindowLoop> WindowLoop::Create(WindowLoopOptions options, int rank, int r
   HETRUN_ASSIGN_OR_RETURN(Controller controller,
                           Controller::Create(options.controller, options.batch - m * ranks, rank,
                                              options.cap - m, std::move(above)));
-  return WindowLoop(std::move(options), rank, std::move(controller));
+  WindowLoop loop(std::move(options), rank, std::move(controller));
+  loop.metrics_ = RankMetricsWriter::FromEnvironment(Environment::FromProcess(), rank);
+  return loop;
 }
 
 void WindowLoop::UpdateShares() {
@@ -191,6 +195,14 @@ Result<WindowReport> WindowLoop::ApplyGathered(std::span<const std::byte> gather
   }
   report.overhead_ms = bookkeeping + boundary;
   MeasureAgainstIdeal(report);
+  if (report.shares_next != report.shares_used) ++share_changes_;
+  if (metrics_.enabled()) {
+    // Once per window, off the steps: a failure is logged once and the figures stop.
+    if (Status written = metrics_.Write(RankMetricsText(report, rank_, share_changes_));
+        !written.ok()) {
+      spdlog::warn("{}; per-rank metrics stop", written.message());
+    }
+  }
   last_boundary_ms_ = MsSince(boundary_begin_);
   report.tuner_ms = window_overhead_ms_ + step_hook_ms_ + MsSince(step_begin_);
   window_overhead_ms_ = 0;

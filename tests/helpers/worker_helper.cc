@@ -14,6 +14,8 @@
 //   pid FILE             append this process's pid to FILE
 //   env NAME...          print NAME=VALUE (or NAME unset) for each name, one a line
 //   beat COUNT MS        beat COUNT times (hetrun::Beat), MS milliseconds apart
+//   tune WINDOWS MS      a one-rank tuner loop (hetrun::tuner::WindowLoop, windows of 2 steps)
+//                        of WINDOWS windows, each step sleeping MS ms; then print "tuned"
 //   grandorphan FILE     fork a child that leaves the worker's session (setsid) and forks a
 //                        grandchild; the grandchild appends "ready" to FILE, then on SIGTERM
 //                        appends "15" and exits; the child sleeps (SIGTERM kills it, and only
@@ -38,6 +40,7 @@
 
 #include "hetrun/base/env.h"
 #include "hetrun/job/heartbeat.h"
+#include "hetrun/tuner/window_loop.h"
 
 namespace {
 
@@ -159,6 +162,34 @@ void PrintSignals() {
 
 }  // namespace
 
+// The tuner loop of a one-rank job: every window boundary writes the rank's metrics file under
+// hetrun run (hetrun/tuner/rank_metrics.h).
+bool Tune(int windows, long ms) {
+  hetrun::tuner::WindowLoopOptions options;
+  options.batch = 8;
+  options.controller.window = 2;
+  hetrun::Result<hetrun::tuner::WindowLoop> loop = hetrun::tuner::WindowLoop::Create(options, 0, 1);
+  if (!loop.ok()) {
+    fprintf(stderr, "worker_helper: %s\n", loop.status().ToString().c_str());
+    return false;
+  }
+  auto gather = [](std::span<const std::byte> mine) -> hetrun::Result<std::vector<std::byte>> {
+    return std::vector<std::byte>(mine.begin(), mine.end());
+  };
+  for (int step = 0; step < windows * 2; ++step) {
+    SleepMs(ms);
+    hetrun::tuner::Observation measured{loop->local_share(), static_cast<double>(ms)};
+    auto report = loop->EndIteration({&measured, 1}, {static_cast<double>(ms), 0, 0}, gather);
+    if (!report.ok()) {
+      fprintf(stderr, "worker_helper: %s\n", report.status().ToString().c_str());
+      return false;
+    }
+  }
+  printf("tuned\n");
+  fflush(stdout);
+  return true;
+}
+
 int main(int argc, char** argv) {
   const char* rank_text = getenv("RANK");  // NOLINT: a test program, not hetrun
   int rank = rank_text ? atoi(rank_text) : -1;
@@ -251,6 +282,11 @@ int main(int argc, char** argv) {
         if (mine) printf("%s%s%s\n", argv[i], value ? "=" : " unset", value ? value : "");
       }
       fflush(stdout);
+    } else if (step == "tune") {
+      int windows = atoi(arg(0));
+      long ms = atol(arg(1));
+      i += 2;
+      if (mine && !Tune(windows, ms)) _exit(94);
     } else if (step == "beat") {
       int count = atoi(arg(0));
       long ms = atol(arg(1));

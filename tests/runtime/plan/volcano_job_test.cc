@@ -58,7 +58,7 @@ std::vector<std::string> Documents(const std::string& yaml) {
   }
 }
 
-// A NetworkPolicy that lets only the job's own pods reach them.
+// A NetworkPolicy that lets only the job's own pods reach them, and anyone the metrics port.
 void ExpectJobOnlyNetworkPolicy(const std::string& yaml, const std::string& job_name,
                                 const std::string& what) {
   json policy;
@@ -69,8 +69,34 @@ void ExpectJobOnlyNetworkPolicy(const std::string& yaml, const std::string& job_
   EXPECT_EQ(policy["spec"]["podSelector"], job_pods) << what;
   EXPECT_EQ(policy["spec"]["policyTypes"], json::array({"Ingress"})) << what;
   EXPECT_EQ(policy["spec"]["ingress"],
-            json::array({{{"from", json::array({{{"podSelector", job_pods}}})}}}))
+            json::array({{{"from", json::array({{{"podSelector", job_pods}}})}},
+                         {{"ports", json::array({{{"port", 9400}, {"protocol", "TCP"}}})}}}))
       << what;
+}
+
+// Every pod: a memory-backed /dev/shm, the metrics port declared, set and annotated.
+void ExpectShmAndMetricsPort(const json& job, const std::string& what) {
+  for (const json& task : job["spec"]["tasks"]) {
+    const json& pod = task["template"];
+    EXPECT_EQ(pod["spec"]["volumes"],
+              json::array({{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}}}))
+        << what;
+    EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/port"], "9400") << what;
+    EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/scrape"], "true") << what;
+    for (const json& container : pod["spec"]["containers"]) {
+      EXPECT_EQ(container["volumeMounts"],
+                json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}}}))
+          << what;
+      EXPECT_EQ(container["ports"],
+                json::array({{{"name", "metrics"}, {"containerPort", 9400}, {"protocol", "TCP"}}}))
+          << what;
+      bool port_set = false;
+      for (const json& var : container["env"]) {
+        port_set |= var["name"] == "HETRUN_METRICS_PORT" && var["value"] == "9400";
+      }
+      EXPECT_TRUE(port_set) << what;
+    }
+  }
 }
 
 void ExpectValidJob(const std::string& manifests, const std::string& what) {
@@ -84,6 +110,7 @@ void ExpectValidJob(const std::string& manifests, const std::string& what) {
   EXPECT_EQ(Joined(testing::ValidateOpenApi(*JobSchema(), job)), "") << what;
   ASSERT_EQ(docs.size(), 2u) << what << ": the job and its NetworkPolicy";
   ExpectJobOnlyNetworkPolicy(docs[1], job["metadata"]["name"], what);
+  ExpectShmAndMetricsPort(job, what);
 }
 
 struct Seed {
@@ -118,7 +145,7 @@ TEST(VolcanoJobTest, PipelineJobIsAValidGangJob) {
   const json& light = job["spec"]["tasks"][0];
   EXPECT_EQ(light["name"], "light-stage-workers");
   EXPECT_EQ(light["replicas"], 2);
-  EXPECT_EQ(light["template"]["spec"]["nodeSelector"]["gpu.infra/family"], "ampere");
+  EXPECT_EQ(light["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.family"], "ampere");
   EXPECT_EQ(light["template"]["spec"]["restartPolicy"], "Never");
   const json& container = light["template"]["spec"]["containers"][0];
   EXPECT_EQ(container["command"], json::array({"hetrun"}));
@@ -132,7 +159,7 @@ TEST(VolcanoJobTest, PipelineJobIsAValidGangJob) {
   EXPECT_EQ(env["PIPELINE_STAGE_LAYERS"], "8");  // a string, unlike the seed's `value: 48`
   const json& heavy = job["spec"]["tasks"][1];
   EXPECT_EQ(heavy["replicas"], 4);
-  EXPECT_EQ(heavy["template"]["spec"]["nodeSelector"]["gpu.infra/family"], "hopper");
+  EXPECT_EQ(heavy["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.family"], "hopper");
 }
 
 TEST(VolcanoJobTest, EveryPodGetsTheJobSecretAndAGracePeriodAboveHetrunsWorstCase) {
@@ -236,7 +263,7 @@ TEST(VolcanoJobTest, StrictHomogeneousJobPinsEveryPodToOneFamily) {
   EXPECT_EQ(task["replicas"], 6);
   const json& term = task["template"]["spec"]["affinity"]["nodeAffinity"]
                          ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0];
-  EXPECT_EQ(term["matchExpressions"][0]["key"], "gpu.infra/family");
+  EXPECT_EQ(term["matchExpressions"][0]["key"], "nvidia.com/gpu.family");
   EXPECT_EQ(term["matchExpressions"][0]["operator"], "In");
   EXPECT_EQ(term["matchExpressions"][0]["values"], json::array({"hopper"}));  // the fastest
 }

@@ -32,6 +32,7 @@
 #include "hetrun/tuner/controller.h"
 #include "hetrun/tuner/cost_model.h"
 #include "hetrun/tuner/micro_batch.h"
+#include "hetrun/tuner/rank_metrics.h"
 #include "hetrun/tuner/solver.h"
 
 namespace hetrun::tuner {
@@ -163,6 +164,8 @@ class WindowLoop {
   double window_overhead_ms_ = 0;  // time inside EndIteration() this window, before the boundary
   double last_boundary_ms_ = 0;    // time in the previous window's boundary
   int64_t windows_ = 0;
+  int64_t share_changes_ = 0;  // windows after which the split changed
+  RankMetricsWriter metrics_;  // this rank's figures for hetrun run --metrics-port
   // Between CloseStep() returning a record and ApplyGathered(): when the boundary's step began
   // (its hook time included) and when the exchange began.
   bool awaiting_gather_ = false;

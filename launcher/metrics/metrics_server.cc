@@ -1,0 +1,160 @@
+#include "metrics/metrics_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "hetrun/base/units.h"
+#include "metrics/http_request.h"
+
+namespace hetrun::launcher {
+
+Result<MetricsAddress> ParseMetricsAddress(const std::string& text) {
+  MetricsAddress address;
+  std::string port = text;
+  if (size_t colon = text.rfind(':'); colon != std::string::npos) {
+    address.host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (address.host == "localhost") address.host = "127.0.0.1";
+    in_addr parsed{};
+    if (::inet_pton(AF_INET, address.host.c_str(), &parsed) != 1) {
+      return InvalidArgumentError("'" + address.host +
+                                  "' is not an IPv4 address or localhost ([HOST:]PORT)");
+    }
+  }
+  HETRUN_ASSIGN_OR_RETURN(int64_t number, ParseIntInRange(port, 0, 65535));
+  address.port = static_cast<int>(number);
+  return address;
+}
+
+Result<std::unique_ptr<MetricsServer>> MetricsServer::Listen(const MetricsAddress& address,
+                                                             std::function<std::string()> render) {
+  std::string where = address.host + ":" + std::to_string(address.port) + " (--metrics-port)";
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoError("socket", where, errno);
+  int one = 1;
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
+    return ErrnoError("setsockopt(SO_REUSEADDR)", where, errno);
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(address.port));
+  if (::inet_pton(AF_INET, address.host.c_str(), &addr.sin_addr) != 1) {
+    return InvalidArgumentError("--metrics-port: bad address " + where);
+  }
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int error = errno;
+    if (error == EADDRINUSE || error == EADDRNOTAVAIL || error == EACCES) {
+      // A port taken or an address not on this host: the configuration, exit 78.
+      return InvalidArgumentError("bind(" + where + "): " + std::strerror(error));
+    }
+    return ErrnoError("bind", where, error);
+  }
+  if (::listen(fd.get(), 16) != 0) return ErrnoError("listen", where, errno);
+  socklen_t length = sizeof(addr);
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
+    return ErrnoError("getsockname", where, errno);
+  }
+  int port = ntohs(addr.sin_port);
+  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(fd), port, std::move(render)));
+}
+
+void MetricsServer::AppendFds(std::vector<pollfd>* fds) {
+  fds->push_back({listen_.get(), POLLIN, 0});
+  for (const Connection& connection : connections_) {
+    fds->push_back(
+        {connection.fd.get(), static_cast<short>(connection.responding ? POLLOUT : POLLIN), 0});
+  }
+}
+
+void MetricsServer::HandleReady(std::span<const pollfd> fds) {
+  Clock::time_point now = Clock::now();
+  std::vector<Connection> kept;
+  for (size_t i = 0; i < connections_.size(); ++i) {
+    Connection& connection = connections_[i];
+    short revents = i + 1 < fds.size() ? fds[i + 1].revents : 0;
+    bool open = true;
+    if (revents & (POLLERR | POLLNVAL)) {
+      open = false;
+    } else if (revents != 0) {
+      open = connection.responding ? Write(connection) : Read(connection);
+    }
+    if (open && now >= connection.deadline) open = false;  // slow or idle: dropped
+    if (open) kept.push_back(std::move(connection));
+  }
+  connections_ = std::move(kept);
+  if (!fds.empty() && (fds[0].revents & POLLIN)) Accept();
+}
+
+void MetricsServer::Accept() {
+  // A bounded number per turn: a flood of connections cannot hold the supervisor here.
+  for (size_t i = 0; i < kMaxConnections; ++i) {
+    int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+        spdlog::debug("metrics endpoint: accept4 failed: {}", std::strerror(errno));
+      }
+      return;
+    }
+    if (connections_.size() >= kMaxConnections) connections_.erase(connections_.begin());
+    Connection connection;
+    connection.fd = UniqueFd(fd);
+    connection.deadline = Clock::now() + kConnectionDeadline;
+    connections_.push_back(std::move(connection));
+  }
+}
+
+bool MetricsServer::Read(Connection& connection) {
+  char buffer[4096];
+  ssize_t n = ::recv(connection.fd.get(), buffer, sizeof(buffer), MSG_DONTWAIT);
+  if (n == 0) return false;
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+  connection.in.append(buffer, static_cast<size_t>(n));
+  if (ParseRequestHead(connection.in).state == HeadState::kIncomplete) return true;
+  Respond(connection);
+  return Write(connection);
+}
+
+void MetricsServer::Respond(Connection& connection) {
+  HeadResult request = ParseRequestHead(connection.in);
+  std::string status = "200 OK";
+  std::string body;
+  std::string type = "text/plain; version=0.0.4; charset=utf-8";
+  if (request.state != HeadState::kComplete) {
+    status = "400 Bad Request";
+    body = "bad request\n";
+  } else if (request.head.method != "GET" && request.head.method != "HEAD") {
+    status = "405 Method Not Allowed";
+    body = "only GET /metrics\n";
+  } else if (request.head.path != "/metrics") {
+    status = "404 Not Found";
+    body = "only /metrics\n";
+  } else {
+    body = render_();
+  }
+  connection.out = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
+                   "\r\nContent-Length: " + std::to_string(body.size()) +
+                   "\r\nConnection: close\r\n\r\n";
+  if (request.head.method != "HEAD") connection.out += body;
+  connection.in.clear();
+  connection.responding = true;
+  ++served_;
+}
+
+bool MetricsServer::Write(Connection& connection) {
+  while (connection.sent < connection.out.size()) {
+    ssize_t n = ::send(connection.fd.get(), connection.out.data() + connection.sent,
+                       connection.out.size() - connection.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    connection.sent += static_cast<size_t>(n);
+  }
+  return false;  // answered: close
+}
+
+}  // namespace hetrun::launcher
