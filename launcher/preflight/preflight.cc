@@ -242,13 +242,21 @@ Result<PreflightOptions> ReadPreflightOptions(const cxxopts::ParseResult& parsed
       Bytes min_memory, Setting<Bytes>(parsed, "min-memory", env, "HETRUN_MIN_MEMORY", std::nullopt,
                                        ParseBytesSetting));
   if (min_memory) options.ceiling.min_memory_bytes = *min_memory;
-  std::optional<std::string> baseline = parsed.count("memory-baseline")
-                                            ? parsed["memory-baseline"].as<std::string>()
-                                            : env.Get("HETRUN_MEMORY_BASELINE");
-  if (baseline && !baseline->empty()) {
-    HETRUN_ASSIGN_OR_RETURN(memory::MemoryBaseline found, memory::FindMemoryBaseline(*baseline));
-    options.ceiling.baseline = found;
-  }
+  using Baseline = std::optional<memory::MemoryBaseline>;
+  HETRUN_ASSIGN_OR_RETURN(
+      options.ceiling.baseline,
+      Setting<Baseline>(parsed, "memory-baseline", env, "HETRUN_MEMORY_BASELINE", std::nullopt,
+                        [](std::string_view text) -> Result<Baseline> {
+                          if (text.empty()) return Baseline();  // empty: no baseline
+                          Result<memory::MemoryBaseline> found = memory::FindMemoryBaseline(text);
+                          if (found.ok()) return Baseline(*found);
+                          // Setting names the flag or variable; keep the reason only.
+                          std::string why = found.status().message();
+                          if (size_t at = why.find(" is not "); at != std::string::npos) {
+                            why = why.substr(at + 1);
+                          }
+                          return InvalidArgumentError(why);
+                        }));
   if (parsed.count("scan")) options.scan_paths = parsed["scan"].as<std::vector<std::string>>();
   options.scan_torch = parsed.count("torch") > 0;
   if (parsed.count("torch-lib")) options.torch_lib = parsed["torch-lib"].as<std::string>();
