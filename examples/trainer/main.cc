@@ -1,12 +1,13 @@
 // hetrun_trainer: heterogeneous data-parallel training of a tiny GPT with the hetrun runtime,
 // written to be copied: options, setup, the training loop and the report, top to bottom.
 // Each rank's share of the global batch comes from the tuner (tuner_loop.h); gradients are exact
-// for any split (exact_gradients.h). Rank 0 logs one line per window (with the efficiency against
+// for any split (exact_gradients.h) and all-reduced in buckets while backward runs
+// (gradient_reducer.h). Rank 0 logs one line per window (with the efficiency against
 // the ideal split) and, with --summary FILE, writes key=value figures for scripts/demo.
 //
 //   hetrun_trainer [--steps N] [--window W] [--warmup N] [--batch B] [--micro-batch M]
 //                  [--min-share N] [--dead-band X] [--min-spread X] [--forgetting X]
-//                  [--change-floor X] [--no-tune]
+//                  [--change-floor X] [--no-tune] [--bucket-mib N]
 //                  [--seq N] [--dim N] [--layers N] [--lr X] [--summary FILE]
 //                  [--reference] [--save-params DIR] [--double]
 //
@@ -18,6 +19,7 @@
 #include <hetrun/base/env.h>
 #include <hetrun/base/units.h>
 #include <hetrun/exact_gradients.h>
+#include <hetrun/gradient_reducer.h>
 #include <hetrun/runtime.h>
 #include <hetrun/step_timer.h>
 #include <hetrun/tuner_loop.h>
@@ -44,7 +46,8 @@ struct Flags {
   int64_t warmup = 2;  // steps before the first window: lazy init and allocator growth
   int64_t batch = 192;
   int64_t micro_batch = 32;
-  int64_t min_share = 1;  // every rank keeps computing, so every rank keeps measuring
+  int64_t min_share = 1;    // every rank keeps computing, so every rank keeps measuring
+  int64_t bucket_mib = 25;  // gradient bucket size, DDP's default
   // The tuner's own defaults (validated by `hetrun simulate`); the flags only override them.
   hetrun::tuner::ControllerOptions controller;
   bool tune = true;
@@ -99,6 +102,8 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
       ok = value(&flags->model.dim);
     } else if (arg == "--layers") {
       ok = value(&flags->model.layers);
+    } else if (arg == "--bucket-mib") {
+      ok = value(&flags->bucket_mib);
     } else if (arg == "--micro-batch") {
       ok = value(&flags->micro_batch);
     } else if (arg == "--no-tune") {
@@ -151,7 +156,25 @@ struct Trainer {
   hetrun::TunerLoop loop;
   hetrun::StepTimer timer;
   std::vector<torch::Tensor> params;
+  std::unique_ptr<hetrun::GradientReducer> reducer;
 };
+
+// A step's samples, already on the device.
+struct Batch {
+  torch::Tensor tokens, targets;
+};
+
+// The next step's samples, made on the host and moved outside the timed region; on GPU from
+// pinned memory with a non-blocking copy, so the transfer overlaps whatever the GPU still runs.
+Batch Prefetch(Trainer& t, const Flags& flags, int64_t step) {
+  const std::vector<int64_t>& shares = t.loop.shares();
+  int64_t offset = 0;
+  for (int r = 0; r < t.rt.data_parallel_rank(); ++r) offset += shares[static_cast<size_t>(r)];
+  auto [tokens, targets] = SyntheticSamples(flags.model, step, offset, t.loop.local_share());
+  if (!t.rt.on_gpu()) return {tokens, targets};
+  return {tokens.pin_memory().to(t.rt.device(), /*non_blocking=*/true),
+          targets.pin_memory().to(t.rt.device(), /*non_blocking=*/true)};
+}
 
 TinyGpt MakeModel(const Flags& flags, const torch::Device& device) {
   torch::manual_seed(1234);  // identical initial weights on every rank
@@ -193,53 +216,58 @@ struct DeviceSums {
   int64_t steps = 0;
 };
 
-// One step: this rank's share forward + backward (timed), then the exact gradient all-reduce,
-// which also carries the loss and every rank's arrival time. Returns {step ms, wait ms}.
+// One step: this rank's share forward + backward (timed), with the gradient buckets all-reduced
+// while backward runs; the last bucket also carries the loss and every rank's arrival time.
+// Returns {step ms, wait ms}.
 hetrun::Result<std::pair<double, double>> TrainStep(Trainer& t, const Flags& flags, int64_t step,
-                                                    DeviceSums& sums) {
+                                                    const Batch& batch, DeviceSums& sums) {
   const auto step_start = std::chrono::steady_clock::now();
   const int64_t share = t.loop.local_share();
-  const std::vector<int64_t>& shares = t.loop.shares();
-  int64_t offset = 0;
-  for (int r = 0; r < t.rt.data_parallel_rank(); ++r) offset += shares[static_cast<size_t>(r)];
   const auto on_device = torch::TensorOptions(t.rt.device());
+  const auto group = static_cast<int64_t>(t.rt.data_parallel_ranks().size());
+  const int64_t slot = 1 + t.rt.data_parallel_rank();
   t.timer.StartStep(share);
-  // Data loading is outside the compute region.
-  auto [tokens, targets] = SyntheticSamples(flags.model, step, offset, share);
-  tokens = tokens.to(t.rt.device());
-  targets = targets.to(t.rt.device());
-  t.optimizer.zero_grad();
+  t.reducer->ZeroGrad();
+  // The compute region ends when the last bucket is ready (its all-reduce starts right after):
+  // the emulated slowdown's sleep is inside it, and the arrival rides in that bucket. Slot r + 1
+  // of the extras holds rank r's arrival, the others 0, so the SUM hands every rank every
+  // arrival: no extra collective, no host sync.
+  bool stopped = false;
+  t.reducer->set_on_last_bucket([&](torch::Tensor& extras) {
+    if (share > 0) t.timer.StopCompute();
+    stopped = true;
+    extras[slot].fill_(t.timer.ArrivalMs());
+  });
   torch::Tensor loss_sum = torch::zeros({1}, on_device);
   if (share > 0) {
     const int64_t micro = t.loop.local_micro_batches().balanced;
     t.timer.StartCompute();
     for (int64_t first = 0; first < share; first += micro) {
       int64_t n = std::min(micro, share - first);
-      torch::Tensor per_sample =
-          t.model->PerSampleLoss(tokens.narrow(0, first, n), targets.narrow(0, first, n));
+      const bool last = first + n >= share;
+      torch::Tensor per_sample = t.model->PerSampleLoss(batch.tokens.narrow(0, first, n),
+                                                        batch.targets.narrow(0, first, n));
       torch::Tensor loss = hetrun::GlobalBatchLoss(per_sample, flags.batch);
-      loss.backward();
       loss_sum += loss.detach();
+      if (last) t.reducer->extras().narrow(0, 0, 1).copy_(loss_sum);
+      t.reducer->PrepareBackward(/*communicate=*/last);
+      loss.backward();
     }
-    t.timer.StopCompute();
   }
-  // The wait: from arriving at the all-reduce until every rank's gradients are summed. Slot r of
-  // `extras` holds rank r's arrival (ms since its step began), the others 0, so the SUM hands
-  // every rank every arrival exactly: no extra collective, no host sync.
+  // The wait: from the end of backward until every bucket's sum is in (a bucket an unused
+  // parameter held back starts here, with the callback above).
   const auto wait_start = std::chrono::steady_clock::now();
-  const auto group = static_cast<int64_t>(t.rt.data_parallel_ranks().size());
-  torch::Tensor extras = torch::zeros({1 + group}, on_device);
-  extras.narrow(0, 0, 1).copy_(loss_sum);
-  extras[1 + t.rt.data_parallel_rank()].fill_(Ms(wait_start - step_start));
-  HETRUN_RETURN_IF_ERROR(hetrun::AllReduceGradients(t.rt.data_parallel_group(), t.params, &extras));
+  if (!stopped && share > 0) t.timer.StopCompute();
+  HETRUN_RETURN_IF_ERROR(t.reducer->Finish());
+  t.reducer->set_on_last_bucket(nullptr);
   const double wait_ms = Ms(std::chrono::steady_clock::now() - wait_start);
   t.optimizer.step();
   if (step >= flags.warmup) {
     // Barrier idle fraction of the step: sum_r (max_t - t_r) / (R max_t), t_r = arrivals.
-    torch::Tensor arrivals = extras.narrow(0, 1, group);
-    torch::Tensor slowest = arrivals.max();
+    torch::Tensor arrivals = t.reducer->extras().narrow(0, 1, group);
+    torch::Tensor slowest = arrivals.max().clamp_min(1e-9);
     sums.idle += (slowest - arrivals).sum() / (slowest * static_cast<double>(group));
-    sums.loss += extras.narrow(0, 0, 1);
+    sums.loss += t.reducer->extras().narrow(0, 0, 1);
     ++sums.steps;
   }
   return std::make_pair(Ms(std::chrono::steady_clock::now() - step_start), wait_ms);
@@ -329,20 +357,31 @@ int main(int argc, char** argv) {
                   torch::optim::AdamW(model->parameters(), torch::optim::AdamWOptions(flags.lr)),
                   std::move(*loop),
                   hetrun::StepTimer(rt.device(), rt.emulated_slowdown()),
-                  model->parameters()};
+                  model->parameters(),
+                  nullptr};
+  hetrun::GradientReducerOptions bucketing;
+  bucketing.bucket_bytes = flags.bucket_mib << 20;
+  bucketing.extras = 1 + static_cast<int64_t>(rt.data_parallel_ranks().size());
+  auto reducer =
+      hetrun::GradientReducer::Create(rt.data_parallel_group(), trainer.params, bucketing);
+  if (!reducer.ok()) return Fail(64, reducer.status().ToString());
+  trainer.reducer = std::move(*reducer);
   const bool leader = rt.rank() == 0;
   if (leader) PrintBanner(trainer, flags);
 
   const auto on_device = torch::TensorOptions(rt.device());
   DeviceSums sums{torch::zeros({1}, on_device), torch::zeros({1}, on_device), 0};
   Summary summary;
+  Batch batch = Prefetch(trainer, flags, 0);
   for (int64_t step = 0; step < flags.steps; ++step) {
-    auto times = TrainStep(trainer, flags, step, sums);
+    auto times = TrainStep(trainer, flags, step, batch, sums);
     if (!times.ok()) return Fail(75, times.status().ToString());
     auto report =
         trainer.loop.EndIteration(trainer.timer.FinishStep(), times->first, times->second);
     if (!report.ok()) return Fail(75, report.status().ToString());
     if (report->has_value()) ReportWindow(**report, flags, leader, sums, summary);
+    // After the window's decision: the next step's share is known.
+    if (step + 1 < flags.steps) batch = Prefetch(trainer, flags, step + 1);
   }
   if (leader && !flags.summary.empty() &&
       !WriteSummary(flags.summary, summary, trainer.loop.shares())) {

@@ -28,12 +28,13 @@ std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
   if (!env.contains("TORCH_NCCL_ASYNC_ERROR_HANDLING"))
     env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";
   if (local_world_size > 1 && !env.contains("OMP_NUM_THREADS")) env["OMP_NUM_THREADS"] = "1";
-  // Worker local rank r uses the node's GPU r (the CUDA device order of the inventory).
+  // Worker local rank r uses the node's GPU r (the CUDA device order of the inventory). Without
+  // an inventory (real GPUs not probed), a family the job set (its manifest) is kept.
   if (options.inventory != nullptr && local_rank >= 0 &&
       static_cast<size_t>(local_rank) < options.inventory->gpus.size()) {
     env["HETRUN_GPU_FAMILY"] = options.inventory->gpus[static_cast<size_t>(local_rank)].family;
-  } else {
-    env.erase("HETRUN_GPU_FAMILY");
+  } else if (options.inventory != nullptr) {
+    env.erase("HETRUN_GPU_FAMILY");  // the inventory is authoritative: this rank has no GPU in it
   }
   return env;
 }

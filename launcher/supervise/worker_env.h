@@ -31,7 +31,8 @@ struct WorkerEnvOptions {
 /// TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID, TORCHELASTIC_SIGNALS_TO_HANDLE, and
 /// TORCH_NCCL_ASYNC_ERROR_HANDLING=1 unless the user set it (torchrun's values), OMP_NUM_THREADS=1
 /// when more than one worker runs on the node and the user did not set it (like torchrun), and
-/// HETRUN_GPU_FAMILY when the inventory has a GPU for this local rank. TORCHELASTIC_ERROR_FILE
+/// HETRUN_GPU_FAMILY when the inventory has a GPU for this local rank (without an inventory the
+/// job's own value, if any, passes through unchanged). TORCHELASTIC_ERROR_FILE
 /// and HETRUN_RUN_DIR come from the supervisor (the run folder).
 std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
                                                      const Topology& topology, size_t local_index,

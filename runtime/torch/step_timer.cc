@@ -74,9 +74,14 @@ std::vector<StepMeasurement> StepTimer::FinishStep() {
     double ms = 0;
     for (auto& [start, stop] : step.regions) ms += start.elapsed_time(stop);
     done.push_back({step.samples, ms});
+    last_gpu_ms_ = ms;
     pending_.pop_front();
   }
   return done;
+}
+
+double StepTimer::ArrivalMs() const {
+  return device_.is_cuda() ? last_gpu_ms_ : cpu_ms_;
 }
 
 }  // namespace hetrun

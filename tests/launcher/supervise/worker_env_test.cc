@@ -79,5 +79,13 @@ TEST(WorkerEnvTest, GpuFamilyComesFromTheLocalRanksGpu) {
                    .contains("HETRUN_GPU_FAMILY"));
 }
 
+TEST(WorkerEnvTest, GpuFamilyTheJobSetReachesWorkersOnRealGpus) {
+  // Real GPUs: no inventory was probed; the family from the job's manifest passes through.
+  auto env =
+      WorkerEnvironment(Environment({{"HETRUN_GPU_FAMILY", "hopper"}}), TwoNodesOfTwo(0), 1, {});
+  EXPECT_EQ(env["HETRUN_GPU_FAMILY"], "hopper");
+  EXPECT_FALSE(WorkerEnvironment({}, TwoNodesOfTwo(0), 1, {}).contains("HETRUN_GPU_FAMILY"));
+}
+
 }  // namespace
 }  // namespace hetrun::launcher

@@ -35,7 +35,8 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
-std::vector<ProcessResult> RunWorkers(int world, const std::string& mode) {
+std::vector<ProcessResult> RunWorkers(int world, const std::string& mode,
+                                      const std::string& bucket_bytes = "") {
   int port = FreePort();
   std::vector<std::future<ProcessResult>> running;
   for (int r = 0; r < world; ++r) {
@@ -47,9 +48,10 @@ std::vector<ProcessResult> RunWorkers(int world, const std::string& mode) {
         {"PATH", "/usr/bin:/bin"},         {"OMP_NUM_THREADS", "1"},
         {"CUDA_VISIBLE_DEVICES", ""}};
     options.timeout = std::chrono::seconds(90);
-    running.push_back(std::async(std::launch::async, [options, mode] {
-      return RunProcess({HETRUN_RUNTIME_WORKER, mode}, options);
-    }));
+    std::vector<std::string> argv{HETRUN_RUNTIME_WORKER, mode};
+    if (!bucket_bytes.empty()) argv.push_back(bucket_bytes);
+    running.push_back(
+        std::async(std::launch::async, [options, argv] { return RunProcess(argv, options); }));
   }
   std::vector<ProcessResult> results;
   for (auto& f : running) results.push_back(f.get());
@@ -65,8 +67,12 @@ std::vector<ProcessResult> RunWorkers(int world, const std::string& mode) {
   return results;
 }
 
-TEST(RuntimeTest, UnequalSharesGiveTheSingleProcessGradient) {
-  std::vector<ProcessResult> results = RunWorkers(4, "gradients");
+// The bucket sizes the exactness holds for: one parameter per bucket, the default (25 MiB), and
+// one bucket for everything.
+class BucketSizeTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BucketSizeTest, UnequalSharesGiveTheSingleProcessGradient) {
+  std::vector<ProcessResult> results = RunWorkers(4, "gradients", GetParam());
   for (size_t r = 0; r < results.size(); ++r) {
     ASSERT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].err;
     double mlp = 1, block = 1;
@@ -79,6 +85,42 @@ TEST(RuntimeTest, UnequalSharesGiveTheSingleProcessGradient) {
     EXPECT_LE(block, 1e-6);
   }
 }
+
+// Micro-batches communicate only on the last one; a rank with no samples and a parameter no rank
+// uses still get the one-process gradient (zeros for the unused one).
+TEST_P(BucketSizeTest, AccumulatedMicroBatchesAndUnusedParametersStayExact) {
+  std::vector<ProcessResult> results = RunWorkers(4, "accumulate", GetParam());
+  for (size_t r = 0; r < results.size(); ++r) {
+    ASSERT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].err;
+    double diff = 1;
+    long long early = -1, hook = -1, buckets = -1;
+    ASSERT_EQ(std::sscanf(results[r].out.c_str(),
+                          "max_abs_diff %lf early_starts %lld hook_starts %lld buckets %lld", &diff,
+                          &early, &hook, &buckets),
+              4)
+        << results[r].out;
+    std::printf("rank %zu: %s", r, results[r].out.c_str());
+    EXPECT_LE(diff, 1e-6);
+    EXPECT_EQ(early, 0) << "a bucket started before the last micro-batch";
+    if (std::string(GetParam()) == "1") {
+      // Buckets in reverse parameter order: the two of the last layer start from the hooks, the
+      // unused parameter's bucket and those after it in Finish() (rank 0 runs no backward).
+      EXPECT_EQ(buckets, 5);
+      EXPECT_EQ(hook, r == 0 ? 0 : 2);
+    } else {
+      EXPECT_EQ(buckets, 1);
+      EXPECT_EQ(hook, 0);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Buckets, BucketSizeTest,
+                         ::testing::Values("1", "26214400", "1099511627776"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.index == 0   ? "OneParameterEach"
+                                              : info.index == 1 ? "Default25MiB"
+                                                                : "OneBucket");
+                         });
 
 TEST(RuntimeTest, EveryRankGathersTheSameBytesAndComputesTheSameSplit) {
   std::vector<ProcessResult> results = RunWorkers(3, "gather");

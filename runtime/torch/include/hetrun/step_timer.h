@@ -37,6 +37,10 @@ class StepTimer {
   void StopCompute();
   /// Closes the step; returns every completed measurement not yet returned, oldest first.
   std::vector<StepMeasurement> FinishStep();
+  /// The arrival figure a rank can put in its last gradient bucket without blocking: on CPU the
+  /// current step's compute so far (call it after StopCompute()); on GPU the compute time of the
+  /// latest step whose events FinishStep() has read (usually the previous step), 0 before any.
+  double ArrivalMs() const;
 
  private:
   struct GpuStep;
@@ -49,6 +53,7 @@ class StepTimer {
   // GPU: steps whose events are recorded but not yet read.
   std::deque<std::unique_ptr<GpuStep>> pending_;
   std::unique_ptr<GpuStep> current_;
+  double last_gpu_ms_ = 0;
 };
 
 }  // namespace hetrun
