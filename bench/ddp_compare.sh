@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # `make bench`: hetrun's C++ data-parallel path side by side with PyTorch DDP from Python.
-# The same TinyGpt (examples/trainer/tiny_gpt.cc; dim 384, 4 layers: 7.3 M parameters, 28 MiB of
-# fp32 gradients), the same equal shares (4 samples per rank, seq 32), SGD, Gloo on 127.0.0.1,
+# The same TinyGpt (examples/trainer/tiny_gpt.cc; dim 512, 4 layers: 8.4 M parameters, 32 MiB of
+# fp32 gradients, 2 buckets), the same equal shares (4 samples per rank, seq 32), SGD, Gloo on 127.0.0.1,
 # 2 ranks, 25 MiB buckets on both sides (DDP's defaults: bucket_cap_mb 25,
 # gradient_as_bucket_view False). Prints each side's median step time (the slowest rank's) and
-# the memory training adds on top of the built model (peak RSS minus RSS before the first step,
-# the larger rank's; the same measure in both processes), then
+# the memory the gradient exchange adds (peak RSS of the distributed steps minus the peak of one
+# plain step on the bare model, the larger rank's; the same measure in both processes), then
 #   ddp-compare: step-time-ratio R memory-ratio P      (hetrun / DDP)
 # Figures only; nothing is asserted. Usage: bench/ddp_compare.sh BUILD_DIR [STEPS]
 set -euo pipefail
@@ -15,8 +15,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 py="$root/.venv/bin/python"
 worker="$build/bench/ddp_compare_worker"
 [[ -x $worker ]] || { echo "ddp_compare: $worker is not built (needs libtorch)"; exit 1; }
-args=("$steps" 4 4 384 4 32 25)  # STEPS WARMUP BATCH_PER_RANK DIM LAYERS SEQ BUCKET_MIB
-ranks=2
+args=("$steps" 4 4 512 4 32 25)  # STEPS WARMUP BATCH_PER_RANK DIM LAYERS SEQ BUCKET_MIB
+ranks=${DDP_COMPARE_RANKS:-2}
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # Runs RANKS copies of a command with the torchrun variables; prints their result lines.
 run_ranks() {
@@ -25,7 +25,7 @@ run_ranks() {
   out=$(mktemp -d)
   for ((r = 0; r < ranks; ++r)); do
     RANK=$r WORLD_SIZE=$ranks LOCAL_RANK=$r LOCAL_WORLD_SIZE=$ranks MASTER_ADDR=127.0.0.1 \
-      MASTER_PORT=$port OMP_NUM_THREADS=1 CUDA_VISIBLE_DEVICES= PYTHONWARNINGS=ignore \
+      MASTER_PORT=$port GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 CUDA_VISIBLE_DEVICES= PYTHONWARNINGS=ignore \
       "$@" > "$out/$r" 2> "$out/$r.err" &
     pids+=($!)
   done

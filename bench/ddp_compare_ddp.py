@@ -4,7 +4,8 @@ over Gloo with DDP's defaults (bucket_cap_mb 25, gradient_as_bucket_view False),
 equal shares and the same loss (sum of per-sample losses / global batch). Started with RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT. Prints the same line as bench/ddp_compare_worker.cc:
   "ddp-compare-rank R step_ms MEDIAN added_kib K buckets N grad_mib G"
-added_kib: VmHWM minus VmRSS after the model was built, before DDP wrapped it.
+added_kib: the peak resident memory (VmHWM) of the DDP steps minus that of one plain step on the
+bare model taken first (gradients freed; the peak reset in between: /proc/self/clear_refs 5).
   ddp_compare_ddp.py STEPS WARMUP BATCH_PER_RANK DIM LAYERS SEQ BUCKET_MIB
 """
 import os
@@ -52,11 +53,17 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(1234)
     model = TinyGpt(32, seq, dim, 2, layers)
-    before = status_kib("VmRSS")
-    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mib)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     batch = per_rank * world
     gen = torch.Generator().manual_seed(rank)
+    tokens = torch.randint(0, 32, (per_rank, seq + 1), generator=gen)
+    (model(tokens[:, :-1], tokens[:, 1:]).sum() / batch).backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    before = status_kib("VmHWM")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mib)
     times = []
     for step in range(steps):
         tokens = torch.randint(0, 32, (per_rank, seq + 1), generator=gen)

@@ -4,8 +4,10 @@
 // (bench/ddp_compare_ddp.py). Prints one line per rank:
 //   "ddp-compare-rank R step_ms MEDIAN added_kib K buckets N grad_mib G"
 // step_ms: median wall time of the timed steps (forward + backward + Finish + optimizer step);
-// added_kib: peak resident memory (VmHWM) minus resident memory after the model was built and
-// before the reducer and the first step (what training with the gradient exchange adds).
+// added_kib: what the gradient exchange adds to plain training's peak: the peak resident memory
+// (VmHWM) of the distributed steps minus that of one plain step on the bare model (forward,
+// backward, SGD step, gradients freed) taken first; the peak is reset in between
+// (/proc/self/clear_refs 5).
 //   ddp_compare_worker STEPS WARMUP BATCH_PER_RANK DIM LAYERS SEQ BUCKET_MIB
 #include <hetrun/exact_gradients.h>
 #include <hetrun/gradient_reducer.h>
@@ -57,13 +59,20 @@ int main(int argc, char** argv) {
   torch::manual_seed(1234);
   TinyGpt model(config);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(1e-3));
-  const long long before_kib = StatusKib("VmRSS");
+  const int64_t batch = per_rank * rt.world_size();
+  {
+    auto [tokens, targets] = SyntheticSamples(config, 0, rt.rank() * per_rank, per_rank);
+    hetrun::GlobalBatchLoss(model->PerSampleLoss(tokens, targets), batch).backward();
+    optimizer.step();
+    optimizer.zero_grad(/*set_to_none=*/true);
+  }
+  const long long before_kib = StatusKib("VmHWM");
+  std::ofstream("/proc/self/clear_refs") << "5";
   hetrun::GradientReducerOptions options;
   options.bucket_bytes = bucket_mib << 20;
-  auto reducer = hetrun::GradientReducer::Create(rt.data_parallel_group(), model->parameters(),
-                                                 options);
+  auto reducer =
+      hetrun::GradientReducer::Create(rt.data_parallel_group(), model->parameters(), options);
   if (!reducer.ok()) return Fail(reducer.status().ToString());
-  const int64_t batch = per_rank * rt.world_size();
   std::vector<double> times;
   for (int step = 0; step < steps; ++step) {
     auto [tokens, targets] = SyntheticSamples(config, step, rt.rank() * per_rank, per_rank);

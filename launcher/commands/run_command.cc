@@ -26,6 +26,7 @@
 #include "hetrun/pipeline/plan_layout.h"
 #include "metrics/metrics_server.h"
 #include "metrics/pod_metrics.h"
+#include "preflight/nvml_families.h"
 #include "preflight/preflight.h"
 #include "preflight/stage_env.h"
 #include "preflight/topology_inputs.h"
@@ -123,6 +124,21 @@ Result<std::optional<Inventory>> DeclaredInventory(const Environment& env,
   return std::optional<Inventory>(std::move(inventory));
 }
 
+/// Real GPUs, no family from the job: NVML's families for HETRUN_GPU_FAMILY (no CUDA context;
+/// its cost is logged). A failure only means the workers get no family: logged, not fatal.
+std::vector<std::string> GpuFamiliesFromNvml() {
+  Result<std::optional<NvmlFamilies>> nvml = ReadNvmlFamilies();
+  if (!nvml.ok()) {
+    spdlog::warn("HETRUN_GPU_FAMILY not set for the workers: {}", nvml.status().ToString());
+    return {};
+  }
+  if (!nvml->has_value()) return {};
+  std::string list;
+  for (const std::string& f : (*nvml)->families) list += (list.empty() ? "" : ",") + f;
+  spdlog::info("GPU families from NVML in {:.1f} ms: [{}]", (*nvml)->elapsed_ms, list);
+  return (*nvml)->families;
+}
+
 /// The seam for the checks that must pass before any training code runs (docs/ARCHITECTURE.md §2.2:
 /// kernel images vs GPUs, the memory ceiling, rendezvous with the other nodes;
 /// launcher/preflight/preflight.h). An error (exit 75, 78, 80, 81) means no worker is spawned.
@@ -166,6 +182,7 @@ struct RunPlan {
   Topology topology;
   size_t local_workers = 1;
   std::optional<Inventory> inventory;
+  std::vector<std::string> nvml_families;  ///< without an inventory: for HETRUN_GPU_FAMILY
   PreflightOptions preflight;
   std::vector<std::vector<int>> worker_cpus;
   std::map<std::string, std::string> stage_vars;
@@ -304,6 +321,7 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
   plan.local_workers = topology.per_process ? 1 : topology.ranks.size();
   SetLogIdentity(topology.node_rank.value, topology.per_process ? topology.ranks[0] : -1);
   HETRUN_ASSIGN_OR_RETURN(plan.inventory, DeclaredInventory(env, topology_options.fake_gpus));
+  if (!plan.inventory && !env.Get("HETRUN_GPU_FAMILY")) plan.nvml_families = GpuFamiliesFromNvml();
   HETRUN_ASSIGN_OR_RETURN(plan.preflight, ReadPreflightOptions(parsed, env));
   plan.run_id = parsed["run-id"].as<std::string>();
   plan.role = parsed["role"].as<std::string>();
@@ -337,6 +355,7 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
   env_options.role = plan.role;
   env_options.signals_to_handle = plan.signals_to_handle;
   env_options.inventory = plan.inventory ? &*plan.inventory : nullptr;
+  env_options.nvml_families = plan.nvml_families;
   return [&plan, &preflight, &env,
           env_options](int restart_count) -> Result<std::vector<WorkerSpec>> {
     // Multi-node: every node stops and starts each attempt together (job-wide restarts), so

@@ -1,5 +1,7 @@
 #include "supervise/worker_env.h"
 
+#include "preflight/nvml_families.h"
+
 namespace hetrun::launcher {
 
 std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
@@ -35,6 +37,10 @@ std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
     env["HETRUN_GPU_FAMILY"] = options.inventory->gpus[static_cast<size_t>(local_rank)].family;
   } else if (options.inventory != nullptr) {
     env.erase("HETRUN_GPU_FAMILY");  // the inventory is authoritative: this rank has no GPU in it
+  } else if (!env.contains("HETRUN_GPU_FAMILY")) {
+    if (auto family = FamilyOfLocalRank(options.nvml_families, base, local_rank)) {
+      env["HETRUN_GPU_FAMILY"] = *family;
+    }
   }
   return env;
 }

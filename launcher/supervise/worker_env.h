@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hetrun/base/env.h"
 #include "hetrun/job/inventory.h"
@@ -20,6 +21,9 @@ struct WorkerEnvOptions {
   std::string role = "default";          ///< ROLE_NAME (--role); one role per job
   /// TORCHELASTIC_SIGNALS_TO_HANDLE (--signals-to-handle), torchrun's default.
   std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
+  /// Without an inventory: each local GPU's family as NVML reported it (nvml_families.h), used
+  /// for HETRUN_GPU_FAMILY when the job did not set it and FamilyOfLocalRank can tell.
+  std::vector<std::string> nvml_families = {};
 };
 
 /// The whole environment of the worker at `local_index` (an index into topology.ranks /
@@ -32,7 +36,8 @@ struct WorkerEnvOptions {
 /// TORCH_NCCL_ASYNC_ERROR_HANDLING=1 unless the user set it (torchrun's values), OMP_NUM_THREADS=1
 /// when more than one worker runs on the node and the user did not set it (like torchrun), and
 /// HETRUN_GPU_FAMILY when the inventory has a GPU for this local rank (without an inventory the
-/// job's own value, if any, passes through unchanged). TORCHELASTIC_ERROR_FILE
+/// job's own value, if any, passes through unchanged; else NVML's family of this rank's GPU when
+/// known). TORCHELASTIC_ERROR_FILE
 /// and HETRUN_RUN_DIR come from the supervisor (the run folder).
 std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
                                                      const Topology& topology, size_t local_index,

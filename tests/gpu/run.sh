@@ -193,7 +193,7 @@ step_end
 # ---- 2. build --------------------------------------------------------------------------------
 # Only the targets the checks need; torch from this machine's python3, not .venv.
 targets=(hetrun hetrun_kernels hetrun_arch_fixtures gpu_fixtures gpu_launch_fixture
-         gpu_memory_cap_check gpu_nccl_check hetrun_trainer)
+         gpu_memory_cap_check gpu_nccl_check gpu_bucket_check hetrun_trainer)
 configure=("${cmake:-cmake}" -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
            -DHETRUN_PYTHON="$python" -DHETRUN_BUILD_BENCH=OFF -DHETRUN_WITH_CUDA=ON
            -DHETRUN_BUILD_GPU_TESTS=ON
@@ -414,6 +414,23 @@ else
     figs_from nccl "$work/nccl.txt"
     [[ $(kv backend "$work/nccl.txt") == nccl ]] || fail "the runtime did not choose NCCL"
     gather_us=$(kv allgather_event_us_median "$work/nccl.txt")
+  fi
+  step_end
+fi
+
+# ---- 6b. buckets: GradientReducer over NCCL, event-timed compute ending at the last bucket ------
+if ((dry_run)); then
+  skip_gpu buckets "would run: gpu_bucket_check 20 on one rank"
+else
+  step_begin buckets
+  bucket_bin=$(bin_of gpu_bucket_check)
+  if [[ -z $bucket_bin ]]; then
+    fail "gpu_bucket_check was not built"
+  else
+    rank_env
+    run_for 90 "$work/buckets.txt" "${RANK_ENV[@]}" "$bucket_bin" 20 ||
+      fail "gpu_bucket_check: gradients differ from the unbucketed ones or a bucket did not complete"
+    figs_from buckets "$work/buckets.txt"
   fi
   step_end
 fi

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "preflight/nvml_families.h"
+
 namespace hetrun::launcher {
 namespace {
 
@@ -85,6 +87,33 @@ TEST(WorkerEnvTest, GpuFamilyTheJobSetReachesWorkersOnRealGpus) {
       WorkerEnvironment(Environment({{"HETRUN_GPU_FAMILY", "hopper"}}), TwoNodesOfTwo(0), 1, {});
   EXPECT_EQ(env["HETRUN_GPU_FAMILY"], "hopper");
   EXPECT_FALSE(WorkerEnvironment({}, TwoNodesOfTwo(0), 1, {}).contains("HETRUN_GPU_FAMILY"));
+}
+
+TEST(WorkerEnvTest, GpuFamilyFromNvmlOnlyWhenTheDeviceOrderIsKnown) {
+  WorkerEnvOptions uniform{.nvml_families = {"hopper", "hopper"}};
+  EXPECT_EQ(WorkerEnvironment({}, TwoNodesOfTwo(0), 1, uniform)["HETRUN_GPU_FAMILY"], "hopper");
+  // The job's own value wins over NVML's.
+  EXPECT_EQ(WorkerEnvironment(Environment({{"HETRUN_GPU_FAMILY", "ampere"}}), TwoNodesOfTwo(0), 1,
+                              uniform)["HETRUN_GPU_FAMILY"],
+            "ampere");
+  // Mixed GPUs: CUDA's default order (fastest first) is not NVML's bus order, so no guess...
+  WorkerEnvOptions mixed{.nvml_families = {"ampere", "hopper"}};
+  EXPECT_FALSE(WorkerEnvironment({}, TwoNodesOfTwo(0), 1, mixed).contains("HETRUN_GPU_FAMILY"));
+  // ...unless CUDA_DEVICE_ORDER=PCI_BUS_ID makes them the same order.
+  Environment bus({{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}});
+  EXPECT_EQ(WorkerEnvironment(bus, TwoNodesOfTwo(0), 0, mixed)["HETRUN_GPU_FAMILY"], "ampere");
+  EXPECT_EQ(WorkerEnvironment(bus, TwoNodesOfTwo(0), 1, mixed)["HETRUN_GPU_FAMILY"], "hopper");
+  Environment remapped({{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}, {"CUDA_VISIBLE_DEVICES", "1,0"}});
+  EXPECT_FALSE(
+      WorkerEnvironment(remapped, TwoNodesOfTwo(0), 1, mixed).contains("HETRUN_GPU_FAMILY"));
+}
+
+TEST(WorkerEnvTest, NvmlAbsentIsNoFamilyAndNoError) {
+  // This machine has no NVIDIA driver: the lookup reports nothing, it does not fail.
+  Result<std::optional<NvmlFamilies>> nvml = ReadNvmlFamilies();
+  ASSERT_TRUE(nvml.ok()) << nvml.status().ToString();
+  if (nvml->has_value()) GTEST_SKIP() << "an NVIDIA driver is present";
+  EXPECT_FALSE(nvml->has_value());
 }
 
 }  // namespace
