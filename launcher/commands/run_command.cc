@@ -23,6 +23,7 @@
 #include "hetrun/base/units.h"
 #include "hetrun/job/inventory.h"
 #include "hetrun/job/topology.h"
+#include "hetrun/pipeline/node_layout.h"
 #include "hetrun/pipeline/plan_layout.h"
 #include "metrics/metrics_server.h"
 #include "metrics/pod_metrics.h"
@@ -299,6 +300,28 @@ Result<std::string> WriteLayoutFile(const pipeline::JobLayout& layout, const std
   out.close();
   if (!out) return ErrnoError("write", path, errno);
   return path;
+}
+
+/// Across nodes: the layout assembled from every launcher's stage entry (exchanged at the
+/// rendezvous); nullopt when no node has one. Every node assembles the same layout from the same
+/// records, or fails with the same error (exit 78, naming both nodes).
+Result<std::optional<pipeline::JobLayout>> LayoutFromRecords(const std::vector<NodeRecord>& records,
+                                                             int world_size) {
+  bool any = false;
+  std::vector<pipeline::NodeStage> entries;
+  for (const NodeRecord& r : records) {
+    any = any || r.stage >= 0;
+    entries.push_back({NodeLabel(r), r.stage, r.stage_first_layer, r.stage_layers, r.ranks,
+                       r.gpus.empty() ? std::string() : r.gpus.front().family});
+  }
+  if (!any || records.size() < 2) return std::optional<pipeline::JobLayout>();
+  // M: one micro-batch per stage at least fills a 1F1B pipeline.
+  HETRUN_ASSIGN_OR_RETURN(pipeline::JobLayout layout,
+                          pipeline::AssembleLayout(entries, world_size, 1));
+  layout.micro_batches = static_cast<int64_t>(layout.stages.size());
+  spdlog::info("pipeline of {} stages assembled from the {} nodes' HETRUN_STAGE entries",
+               layout.stages.size(), records.size());
+  return std::optional<pipeline::JobLayout>(std::move(layout));
 }
 
 Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environment& env,
@@ -608,6 +631,19 @@ Result<int> commands::Run(const CommandContext& context) {
   HETRUN_ASSIGN_OR_RETURN(int stopped, PreflightUnderSignals(plan, context, command, &preflight));
   if (stopped >= 0) return stopped;
   JobRendezvous* rendezvous = preflight.rendezvous.get();
+  if (rendezvous && !plan.layout) {
+    Result<std::optional<pipeline::JobLayout>> assembled =
+        LayoutFromRecords(preflight.records, plan.topology.world_size);
+    if (!assembled.ok()) {
+      rendezvous->Finish(kExitConfig);
+      return assembled.status();
+    }
+    plan.layout = std::move(*assembled);
+    if (plan.layout) {
+      HETRUN_ASSIGN_OR_RETURN(plan.stage_vars["HETRUN_PLAN"],
+                              WriteLayoutFile(*plan.layout, run_folder->path()));
+    }
+  }
   if (rendezvous) {
     // A peer already lost: no worker starts (exit 75). One lost later reaches the supervisor as
     // SIGTERM once it reads signals from its signalfd (one lost in between is sent then).

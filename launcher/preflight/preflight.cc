@@ -21,6 +21,7 @@
 #include "hetrun/base/version.h"
 #include "hetrun/memory/alloc_conf.h"
 #include "preflight/gpu_probe.h"
+#include "preflight/stage_env.h"
 #include "preflight/torch_location.h"
 #include "rendezvous/listen_socket.h"
 #include "supervise/signal_set.h"
@@ -295,6 +296,37 @@ Result<std::map<std::string, std::string>> PreflightResult::WorkerAdditions(cons
 
 namespace {
 
+// This pod's pipeline stage entry for the rendezvous (hetrun/pipeline/node_layout.h):
+// HETRUN_STAGE and HETRUN_STAGE_LAYERS (a task's list narrowed to this pod's entry); none when
+// either is unset.
+Status FillStageEntry(const Topology& topology, const Environment& env, NodeRecord& mine) {
+  std::optional<int> task_index;
+  if (topology.task_index) task_index = topology.task_index->value;
+  HETRUN_ASSIGN_OR_RETURN(PodStage pod, PodStageVariables(env, task_index));
+  auto value = [&](const char* name) -> std::optional<std::string> {
+    if (auto it = pod.vars.find(name); it != pod.vars.end()) return it->second;
+    return env.Get(name);
+  };
+  std::optional<std::string> stage = value("HETRUN_STAGE");
+  std::optional<std::string> layers = value("HETRUN_STAGE_LAYERS");
+  if (!stage || stage->empty() || !layers || layers->empty()) return Status::Ok();
+  Result<int64_t> index = ParseIntInRange(*stage, 0, 4096);
+  if (!index.ok()) return InvalidArgumentError("HETRUN_STAGE=" + *stage + ": not a stage index");
+  const size_t colon = layers->find(':');
+  Result<int64_t> first = ParseIntInRange(layers->substr(0, colon), 0, int64_t{1} << 20);
+  Result<int64_t> count = colon == std::string::npos
+                              ? Result<int64_t>(InvalidArgumentError("no ':'"))
+                              : ParseIntInRange(layers->substr(colon + 1), 1, int64_t{1} << 20);
+  if (!first.ok() || !count.ok()) {
+    return InvalidArgumentError("HETRUN_STAGE_LAYERS=" + *layers + ": not FIRST:COUNT");
+  }
+  mine.stage = static_cast<int>(*index);
+  mine.stage_first_layer = *first;
+  mine.stage_layers = *count;
+  mine.ranks = topology.ranks;
+  return Status::Ok();
+}
+
 // This node's record: its GPUs (declared, or probed in a child: this process forks the workers)
 // and, with a kernel-image check, its verdicts for its own GPUs.
 Result<NodeRecord> DescribeNode(PreflightResult& result, const Topology& topology,
@@ -330,6 +362,7 @@ Result<NodeRecord> DescribeNode(PreflightResult& result, const Topology& topolog
     HETRUN_ASSIGN_OR_RETURN(mine.arch_rows, ArchRows(**scan, JobCapabilities(one), options.strict));
   }
   if (membership.members > 1) mine.nccl_version = NcclVersion(env);
+  HETRUN_RETURN_IF_ERROR(FillStageEntry(topology, env, mine));
   return mine;
 }
 

@@ -104,7 +104,11 @@ std::string EncodeNodeRecord(const NodeRecord& record) {
          {"inventory_source", record.inventory_source},
          {"gpus", gpus},
          {"arch_checked", record.arch_checked},
-         {"arch", RowsToJson(record.arch_rows)}};
+         {"arch", RowsToJson(record.arch_rows)},
+         {"stage", record.stage},
+         {"stage_first_layer", record.stage_first_layer},
+         {"stage_layers", record.stage_layers},
+         {"ranks", record.ranks}};
   return j.dump();
 }
 
@@ -137,6 +141,11 @@ Result<NodeRecord> DecodeNodeRecord(std::string_view text) {
     }
     record.arch_checked = j.at("arch_checked").get<bool>();
     record.arch_rows = RowsFromJson(j.at("arch"));
+    // Optional (older launchers of this schema send none): the pipeline stage entry.
+    record.stage = j.value("stage", -1);
+    record.stage_first_layer = j.value("stage_first_layer", int64_t{0});
+    record.stage_layers = j.value("stage_layers", int64_t{0});
+    if (j.contains("ranks")) record.ranks = j.at("ranks").get<std::vector<int>>();
     return record;
   } catch (const std::exception& e) {
     return InvalidArgumentError("malformed node record '" + Excerpt(text) + "': " + e.what());

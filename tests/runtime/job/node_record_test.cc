@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace hetrun {
 namespace {
 
@@ -32,6 +34,27 @@ TEST(NodeRecordTest, RoundTripsThroughJson) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(EncodeNodeRecord(*back), EncodeNodeRecord(r));
   EXPECT_EQ(back->gpus[0].CapabilityString(), "9.0");
+}
+
+TEST(NodeRecordTest, APipelineStageEntryRoundTripsAndIsOptional) {
+  NodeRecord r = Record(1);
+  r.stage = 3;
+  r.stage_first_layer = 46;
+  r.stage_layers = 14;
+  r.ranks = {6, 7};
+  auto back = DecodeNodeRecord(EncodeNodeRecord(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->stage, 3);
+  EXPECT_EQ(back->stage_first_layer, 46);
+  EXPECT_EQ(back->stage_layers, 14);
+  EXPECT_EQ(back->ranks, (std::vector<int>{6, 7}));
+  // A record without the keys (an older launcher of this schema) has no stage.
+  nlohmann::json j = nlohmann::json::parse(EncodeNodeRecord(Record(1)));
+  for (const char* key : {"stage", "stage_first_layer", "stage_layers", "ranks"}) j.erase(key);
+  auto old = DecodeNodeRecord(j.dump());
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->stage, -1);
+  EXPECT_TRUE(old->ranks.empty());
 }
 
 TEST(NodeRecordTest, MalformedJsonIsAnErrorNotACrash) {

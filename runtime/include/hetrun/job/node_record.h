@@ -37,6 +37,11 @@ struct NodeRecord {
   std::vector<GpuInfo> gpus;
   bool arch_checked = false;       ///< this node checks its image's kernels
   std::vector<ArchRow> arch_rows;  ///< its verdicts for its own GPUs' capabilities
+  // Pipeline (hetrun/pipeline/node_layout.h): this pod's stage entry, -1 when it has none.
+  int stage = -1;                 ///< HETRUN_STAGE (the pod's entry)
+  int64_t stage_first_layer = 0;  ///< HETRUN_STAGE_LAYERS FIRST
+  int64_t stage_layers = 0;       ///< HETRUN_STAGE_LAYERS COUNT
+  std::vector<int> ranks;         ///< its workers' global ranks
 };
 
 /// "node 1 (host-b)"
