@@ -40,7 +40,9 @@ std::string MainHelp() {
         << "\n";
   }
   out << "\nGlobal options (anywhere before a lone --):\n"
-         "  --log-format text|json   log lines as '[hetrun node N rank R] ...' or JSON objects\n"
+         "  --log-format text|json   hetrun's lines as 'TIME [hetrun node N rank R] ...' (worker\n"
+         "                           lines untouched) or JSON objects (worker lines wrapped as\n"
+         "                           {\"rank\",\"stream\",\"msg\"})\n"
          "  --log-level LEVEL        trace, debug, info, warn, error or off\n"
          "  -h, --help               this text\n"
          "  --version                print the version\n\n"
@@ -73,7 +75,10 @@ Result<int> Dispatch(const std::vector<std::string>& args, const Environment& en
   if (sub == nullptr) {
     // `run` is the default subcommand: `hetrun --nproc-per-node 2 -- cmd` means `hetrun run ...`.
     const Subcommand* run = FindSubcommand("run");
-    if (run != nullptr && (args[0].rfind("-", 0) == 0)) {
+    // As torchrun: `hetrun train.py ARGS` and `hetrun ./prog` run too (a .py file or a path).
+    const std::string& first = args[0];
+    bool program = first.ends_with(".py") || first.find('/') != std::string::npos;
+    if (run != nullptr && (first.rfind("-", 0) == 0 || program)) {
       sub = run;
       rest = args;
     } else {

@@ -12,6 +12,7 @@
 #include <cxxopts.hpp>
 #include <fstream>
 #include <ostream>
+#include <set>
 
 #include "commands/cli_parse.h"
 #include "commands/command.h"
@@ -539,8 +540,27 @@ Result<RunCommandLine> ParseRunCommandLine(cxxopts::Options& options,
   return line;
 }
 
+/// A variable torchrun sets for every worker (printed by --dry-run even when hetrun inherited the
+/// same value).
+bool TorchrunSets(const std::string& name) {
+  static const std::set<std::string> kNames = {"RANK",
+                                               "WORLD_SIZE",
+                                               "LOCAL_RANK",
+                                               "LOCAL_WORLD_SIZE",
+                                               "GROUP_RANK",
+                                               "GROUP_WORLD_SIZE",
+                                               "ROLE_NAME",
+                                               "ROLE_RANK",
+                                               "ROLE_WORLD_SIZE",
+                                               "MASTER_ADDR",
+                                               "MASTER_PORT",
+                                               "TORCH_NCCL_ASYNC_ERROR_HANDLING"};
+  return kNames.contains(name) || name.rfind("TORCHELASTIC_", 0) == 0;
+}
+
 /// `hetrun run --dry-run`: each local worker's command and the variables hetrun sets or changes
-/// for it (sorted; the rest of its environment is hetrun's own), nothing started. The preflight's
+/// for it, and torchrun's variables always (sorted; the rest of its environment is hetrun's own),
+/// nothing started. The preflight's
 /// additions (memory ceiling, agent store) are not included: the preflight does not run.
 Status PrintDryRun(const RunPlan& plan, const CommandContext& context) {
   PreflightResult no_preflight;
@@ -555,7 +575,9 @@ Status PrintDryRun(const RunPlan& plan, const CommandContext& context) {
     const std::map<std::string, std::string>& own = context.env.all();
     for (const auto& [name, value] : worker.env) {
       auto it = own.find(name);
-      if (it == own.end() || it->second != value) context.out << name << "=" << value << "\n";
+      if (it == own.end() || it->second != value || TorchrunSets(name)) {
+        context.out << name << "=" << value << "\n";
+      }
     }
     context.out << "HETRUN_RUN_DIR=<run folder, made at start>\n"
                    "TORCHELASTIC_ERROR_FILE=<run folder>/attempt_0/rank_"

@@ -4,6 +4,8 @@
 
 #include <cerrno>
 
+#include "hetrun/base/logging.h"
+
 namespace hetrun::launcher {
 
 int WriteFully(int fd, std::string_view data) {
@@ -62,7 +64,12 @@ std::vector<std::string> OutputTee::Tail() const {
 
 void OutputTee::EmitLine(std::string_view line) {
   if (console_ != nullptr) {
-    if (prefix_.empty()) {
+    if (json_rank_ >= 0) {
+      std::string wrapped =
+          FormatWorkerLine(json_rank_, json_stream_, line.substr(0, line.size() - 1));
+      wrapped += '\n';
+      console_->WriteLine(wrapped);
+    } else if (prefix_.empty()) {
       console_->WriteLine(line);
     } else {
       // One line at a time so lines of different ranks never interleave.

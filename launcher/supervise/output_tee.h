@@ -26,6 +26,13 @@ class OutputTee {
   /// none). Nothing is owned.
   OutputTee(ConsoleSink* console, std::string prefix, int log_fd, size_t tail_lines);
 
+  /// --log-format json: console lines become {"rank":R,"stream":STREAM,"msg":...} objects
+  /// (hetrun/base/logging.h FormatWorkerLine); the prefix is not used. Log files stay raw.
+  void WrapAsJson(int rank, std::string stream) {
+    json_rank_ = rank;
+    json_stream_ = std::move(stream);
+  }
+
   /// Takes bytes as they come from the pipe; writes every completed line.
   void Consume(std::string_view bytes);
 
@@ -44,6 +51,8 @@ class OutputTee {
 
   ConsoleSink* console_;
   std::string prefix_;
+  int json_rank_ = -1;  ///< >= 0: wrap console lines as JSON
+  std::string json_stream_;
   int log_fd_;
   size_t tail_lines_;
   std::string partial_;

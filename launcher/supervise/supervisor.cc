@@ -17,6 +17,7 @@
 #include <set>
 
 #include "hetrun/base/exit_code.h"
+#include "hetrun/base/logging.h"
 #include "hetrun/base/units.h"
 #include "supervise/child_process.h"
 #include "supervise/console_sink.h"
@@ -220,6 +221,10 @@ Status Supervisor::PrepareOutput(Worker& worker, int restart_count) {
       options_.prefix_ranks ? "[rank " + std::to_string(worker.spec.rank) + "] " : "";
   worker.out = std::make_unique<OutputTee>(sinks[0], prefix, file(0), 0);
   worker.err = std::make_unique<OutputTee>(sinks[1], prefix, file(1), options_.tail_lines);
+  if (CurrentLogFormat() == LogFormat::kJson) {
+    worker.out->WrapAsJson(worker.spec.rank, "stdout");
+    worker.err->WrapAsJson(worker.spec.rank, "stderr");
+  }
   return Status::Ok();
 }
 

@@ -15,6 +15,7 @@ namespace {
 
 std::atomic<int> g_node{-1};
 std::atomic<int> g_rank{-1};
+std::atomic<LogFormat> g_format{LogFormat::kText};
 
 std::string Timestamp(std::chrono::system_clock::time_point when) {
   std::time_t seconds = std::chrono::system_clock::to_time_t(when);
@@ -37,7 +38,10 @@ std::string FormatAt(LogFormat format, std::string_view level, std::string_view 
     if (rank >= 0) line["rank"] = rank;
     return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  std::string out = LogPrefix();
+  // Text: a UTC timestamp, then the prefix (worker lines pass through without either).
+  std::string out = Timestamp(when);
+  out += ' ';
+  out += LogPrefix();
   out += ' ';
   if (level != "info") {
     out += level;
@@ -105,7 +109,22 @@ Status ConfigureLogging(const LogOptions& options) {
   logger->set_level(level);
   logger->flush_on(spdlog::level::trace);  // lines must not be lost when a worker dies
   spdlog::set_default_logger(logger);
+  g_format.store(options.format);
   return Status::Ok();
+}
+
+LogFormat CurrentLogFormat() {
+  return g_format.load();
+}
+
+std::string FormatWorkerLine(int rank, std::string_view stream, std::string_view text) {
+  nlohmann::json line = {{"time", Timestamp(std::chrono::system_clock::now())}};
+  int node = g_node.load();
+  if (node >= 0) line["node"] = node;
+  line["rank"] = rank;
+  line["stream"] = stream;
+  line["msg"] = text;
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void SetLogIdentity(int node, int rank) {

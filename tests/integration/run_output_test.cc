@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "run_harness.h"
 #include "supervise/cpu_binding.h"
@@ -138,6 +139,38 @@ TEST(RunOutputTest, LogDirKeepsOneFilePerRank) {
   }
   EXPECT_TRUE(Contains(run.out(), "to stdout"))
       << "without --prefix-ranks output still reaches the console";
+}
+
+TEST(RunOutputTest, JsonLogFormatWrapsWorkerLinesAndTextTimestampsOnlyHetrunsOwn) {
+  TempDir dir;
+  std::vector<std::string> json_args = {"--log-format", "json"};
+  for (const std::string& arg : RunArgs(2, {}, {"out", "to stdout", "err", "to stderr"})) {
+    json_args.push_back(arg);
+  }
+  HetrunProcess json_run(json_args, HetrunEnv(dir.path()), dir.path(), "json");
+  ASSERT_EQ(json_run.Wait(), 0) << json_run.err();
+  int wrapped = 0;
+  for (const std::string& path : {dir.path() + "/json.out", dir.path() + "/json.err"}) {
+    for (const std::string& line : testing::ReadLines(path)) {
+      nlohmann::json object = nlohmann::json::parse(line);  // every line is one object
+      if (!object.contains("stream")) continue;
+      ++wrapped;
+      bool out = object["stream"] == "stdout";
+      EXPECT_EQ(object["msg"], out ? "to stdout" : "to stderr") << line;
+      EXPECT_EQ(path.ends_with(".out"), out) << "each stream stays on its own fd: " << line;
+      EXPECT_TRUE(object["rank"] == 0 || object["rank"] == 1) << line;
+    }
+  }
+  EXPECT_EQ(wrapped, 4) << "2 workers x 2 lines";
+  HetrunProcess text_run(RunArgs(1, {}, {"out", "plain line"}), HetrunEnv(dir.path()), dir.path(),
+                         "text");
+  ASSERT_EQ(text_run.Wait(), 0) << text_run.err();
+  EXPECT_EQ(text_run.out(), "plain line\n") << "worker lines pass through untouched";
+  for (const std::string& line : testing::ReadLines(dir.path() + "/text.err")) {
+    ASSERT_GE(line.size(), 25u) << line;
+    EXPECT_EQ(line[10], 'T') << line;
+    EXPECT_EQ(line.substr(23, 10), "Z [hetrun ") << line;
+  }
 }
 
 }  // namespace

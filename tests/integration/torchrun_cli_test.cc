@@ -19,12 +19,18 @@ using testing::HetrunProcess;
 using testing::TempDir;
 
 /// Prints "ENV|<RANK>|NAME=VALUE" for every variable and "ARGV|<RANK>|a b c".
+/// With DUMP_DIR set, writes the same lines to DUMP_DIR/rank_R instead (torchrun's workers share
+/// its stdout, where their lines may interleave mid-line).
 constexpr const char* kWorker = R"(import os, sys
 rank = os.environ.get("RANK", "?")
-for name, value in sorted(os.environ.items()):
-    if "\n" not in value:
-        print(f"ENV|{rank}|{name}={value}")
-print(f"ARGV|{rank}|" + " ".join(sys.argv[1:]))
+lines = [f"ENV|{rank}|{n}={v}" for n, v in sorted(os.environ.items()) if "\n" not in v]
+lines.append(f"ARGV|{rank}|" + " ".join(sys.argv[1:]))
+text = "\n".join(lines) + "\n"
+if "DUMP_DIR" in os.environ:
+    with open(os.path.join(os.environ["DUMP_DIR"], "rank_" + rank), "w") as out:
+        out.write(text)
+else:
+    sys.stdout.write(text)
 )";
 
 /// rank -> variables, and rank -> argv text, from the worker's lines.
@@ -177,6 +183,15 @@ TEST_F(TorchrunCliTest, TorchrunCommandLinesGiveEveryWorkerTorchrunsVariables) {
   }
 }
 
+TEST_F(TorchrunCliTest, APythonFileAloneIsRunLikeTorchrunDoes) {
+  int code = -1;
+  WorkerDump dump = Run({"WORKER", "--lr", "0.1"}, &code);  // `hetrun train.py --lr 0.1`
+  ASSERT_EQ(code, 0) << last_err_;
+  ASSERT_EQ(dump.env.size(), 1u);
+  EXPECT_EQ(dump.env[0]["WORLD_SIZE"], "1");
+  EXPECT_EQ(dump.argv[0], "--lr 0.1");
+}
+
 TEST_F(TorchrunCliTest, UserSetNcclAsyncErrorHandlingIsKept) {
   env_["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "3";
   int code = -1;
@@ -253,11 +268,16 @@ TEST_F(TorchrunCliTest, EveryVariableARealTorchrunSetsIsSetByHetrun) {
   options.env = env_;
   testing::ProcessResult probe = testing::RunProcess({python, "-c", "import torch"}, options);
   if (probe.exit_code != 0) GTEST_SKIP() << "no torch in " << python;
+  std::string dumps = dir_.path() + "/torchrun-dumps";
+  std::filesystem::create_directories(dumps);
+  testing::ProcessOptions reference_options = options;
+  (*reference_options.env)["DUMP_DIR"] = dumps;
   testing::ProcessResult reference = testing::RunProcess(
       {python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", worker_},
-      options);
+      reference_options);
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
-  WorkerDump torchrun = ParseDump(reference.out);
+  WorkerDump torchrun =
+      ParseDump(testing::ReadFile(dumps + "/rank_0") + testing::ReadFile(dumps + "/rank_1"));
   int code = -1;
   WorkerDump ours = Run({"--standalone", "--nproc-per-node", "2", "WORKER"}, &code);
   ASSERT_EQ(code, 0) << last_err_;
@@ -266,7 +286,7 @@ TEST_F(TorchrunCliTest, EveryVariableARealTorchrunSetsIsSetByHetrun) {
                                      "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE"};
   for (int rank : {0, 1}) {
     for (const auto& [name, value] : torchrun.env[rank]) {
-      if (env_.contains(name) && env_[name] == value) continue;               // inherited
+      if (name == "DUMP_DIR" || (env_.contains(name) && env_[name] == value)) continue;
       if (name.rfind("PYTHON", 0) == 0 || name.rfind("_", 0) == 0) continue;  // interpreter's
       ASSERT_TRUE(ours.env[rank].contains(name)) << name << " (torchrun: " << value << ")";
       if (!different.contains(name)) {

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "run_process.h"
@@ -52,6 +53,24 @@ TEST_F(OutputTeeTest, PrefixesWholeLinesAssembledFromPieces) {
   tee.Consume("ld\n\n");
   EXPECT_EQ(Console(), "[rank 2] hello\n[rank 2] world\n[rank 2] \n");
   EXPECT_EQ(Log(), "hello\nworld\n\n") << "the log file is unprefixed";
+}
+
+TEST_F(OutputTeeTest, JsonModeWrapsEachConsoleLineAndKeepsTheLogFileRaw) {
+  OutputTee tee(sink_.get(), "[rank 2] ", log_, 1);
+  tee.WrapAsJson(2, "stderr");
+  tee.Consume("say \"hi\"\nbyte \xff\n");
+  std::string console = Console();
+  size_t newline = console.find('\n');
+  ASSERT_NE(newline, std::string::npos);
+  nlohmann::json first = nlohmann::json::parse(console.substr(0, newline));
+  nlohmann::json second = nlohmann::json::parse(console.substr(newline + 1));
+  EXPECT_EQ(first["rank"], 2);
+  EXPECT_EQ(first["stream"], "stderr");
+  EXPECT_EQ(first["msg"], "say \"hi\"");
+  EXPECT_TRUE(first.contains("time"));
+  EXPECT_EQ(second["msg"].get<std::string>().rfind("byte ", 0), 0u);
+  EXPECT_EQ(Log(), "say \"hi\"\nbyte \xff\n");
+  EXPECT_EQ(tee.Tail(), (std::vector<std::string>{"byte \xff"})) << "the tail stays raw";
 }
 
 TEST_F(OutputTeeTest, FinishAddsTheMissingNewline) {

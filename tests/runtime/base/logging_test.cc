@@ -13,9 +13,15 @@ TEST(LoggingTest, TextPrefixNamesNodeAndRankWhenKnown) {
   SetLogIdentity(2, -1);
   EXPECT_EQ(LogPrefix(), "[hetrun node 2]");
   SetLogIdentity(2, 17);
-  EXPECT_EQ(FormatLogLine(LogFormat::kText, "info", "step 5"), "[hetrun node 2 rank 17] step 5");
-  EXPECT_EQ(FormatLogLine(LogFormat::kText, "error", "peer lost"),
-            "[hetrun node 2 rank 17] error: peer lost");
+  // Text lines start with a UTC timestamp (2026-11-30T14:29:18.123Z).
+  std::string info = FormatLogLine(LogFormat::kText, "info", "step 5");
+  std::string error = FormatLogLine(LogFormat::kText, "error", "peer lost");
+  ASSERT_EQ(info.size(), 25u + std::string("[hetrun node 2 rank 17] step 5").size()) << info;
+  EXPECT_EQ(info.substr(25), "[hetrun node 2 rank 17] step 5");
+  EXPECT_EQ(error.substr(25), "[hetrun node 2 rank 17] error: peer lost");
+  EXPECT_EQ(info[4], '-');
+  EXPECT_EQ(info[10], 'T');
+  EXPECT_EQ(info[23], 'Z');
   SetLogIdentity(-1, -1);
 }
 
@@ -29,6 +35,16 @@ TEST(LoggingTest, JsonLinesAreOneValidObjectEvenForBinaryMessages) {
   EXPECT_EQ(parsed["rank"], 3);
   EXPECT_NE(parsed["msg"].get<std::string>().find("quote \" and"), std::string::npos);
   EXPECT_TRUE(parsed.contains("time"));
+  SetLogIdentity(-1, -1);
+}
+
+TEST(LoggingTest, WorkerLinesInJsonNameRankAndStream) {
+  SetLogIdentity(1, -1);
+  nlohmann::json line = nlohmann::json::parse(FormatWorkerLine(4, "stdout", "loss 0.5"));
+  EXPECT_EQ(line["rank"], 4);
+  EXPECT_EQ(line["node"], 1);
+  EXPECT_EQ(line["stream"], "stdout");
+  EXPECT_EQ(line["msg"], "loss 0.5");
   SetLogIdentity(-1, -1);
 }
 
