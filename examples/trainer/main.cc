@@ -218,9 +218,9 @@ struct DeviceSums {
 
 // One step: this rank's share forward + backward (timed), with the gradient buckets all-reduced
 // while backward runs; the last bucket also carries the loss and every rank's arrival time.
-// Returns {step ms, wait ms}.
-hetrun::Result<std::pair<double, double>> TrainStep(Trainer& t, const Flags& flags, int64_t step,
-                                                    const Batch& batch, DeviceSums& sums) {
+// Returns the step's wall time in ms (the wait is in the timer's measurement).
+hetrun::Result<double> TrainStep(Trainer& t, const Flags& flags, int64_t step, const Batch& batch,
+                                 DeviceSums& sums) {
   const auto step_start = std::chrono::steady_clock::now();
   const int64_t share = t.loop.local_share();
   const auto on_device = torch::TensorOptions(t.rt.device());
@@ -256,11 +256,13 @@ hetrun::Result<std::pair<double, double>> TrainStep(Trainer& t, const Flags& fla
   }
   // The wait: from the end of backward until every bucket's sum is in (a bucket an unused
   // parameter held back starts here, with the callback above).
-  const auto wait_start = std::chrono::steady_clock::now();
+  // Measured by the timer: on GPU on the stream (Finish() makes it wait for NCCL without
+  // blocking the host), read a step late with the compute events.
   if (!stopped && share > 0) t.timer.StopCompute();
+  t.timer.StartWait();
   HETRUN_RETURN_IF_ERROR(t.reducer->Finish());
+  t.timer.StopWait();
   t.reducer->set_on_last_bucket(nullptr);
-  const double wait_ms = Ms(std::chrono::steady_clock::now() - wait_start);
   t.optimizer.step();
   if (step >= flags.warmup) {
     // Barrier idle fraction of the step: sum_r (max_t - t_r) / (R max_t), t_r = arrivals.
@@ -270,7 +272,7 @@ hetrun::Result<std::pair<double, double>> TrainStep(Trainer& t, const Flags& fla
     sums.loss += t.reducer->extras().narrow(0, 0, 1);
     ++sums.steps;
   }
-  return std::make_pair(Ms(std::chrono::steady_clock::now() - step_start), wait_ms);
+  return Ms(std::chrono::steady_clock::now() - step_start);
 }
 
 // ---- The report -----------------------------------------------------------------------------
@@ -376,8 +378,10 @@ int main(int argc, char** argv) {
   for (int64_t step = 0; step < flags.steps; ++step) {
     auto times = TrainStep(trainer, flags, step, batch, sums);
     if (!times.ok()) return Fail(75, times.status().ToString());
-    auto report =
-        trainer.loop.EndIteration(trainer.timer.FinishStep(), times->first, times->second);
+    std::vector<hetrun::StepMeasurement> measured = trainer.timer.FinishStep();
+    double wait_ms = 0;  // the steps whose figures are in (on GPU usually the previous one)
+    for (const hetrun::StepMeasurement& m : measured) wait_ms += m.wait_ms;
+    auto report = trainer.loop.EndIteration(measured, *times, wait_ms);
     if (!report.ok()) return Fail(75, report.status().ToString());
     if (report->has_value()) ReportWindow(**report, flags, leader, sums, summary);
     // After the window's decision: the next step's share is known.
