@@ -58,6 +58,8 @@ constexpr int64_t kPodGraceSeconds =
 // The port of hetrun run's /metrics endpoint in every pod (HETRUN_METRICS_PORT), declared as
 // the container port "metrics" (examples/monitoring/podmonitor.yaml scrapes it by that name).
 constexpr int64_t kMetricsPort = 9400;
+// The namespace whose pods may scrape it (the NetworkPolicy's only other way in).
+constexpr const char* kMonitoringNamespace = "monitoring";
 
 std::string SecretName(const ClusterSpec& cluster) {
   return cluster.job_name + "-hetrun-secret";
@@ -99,8 +101,12 @@ Json NetworkPolicy(const ClusterSpec& cluster) {
             {"ingress",
              Json::array(
                  {{{"from", Json::array({{{"podSelector", job_pods}}})}},
-                  // /metrics from anywhere (Prometheus): read-only figures, no secrets.
-                  {{"ports", Json::array({{{"port", kMetricsPort}, {"protocol", "TCP"}}})}}})}}}};
+                  // /metrics from the monitoring namespace's pods (Prometheus) only.
+                  {{"from",
+                    Json::array({{{"namespaceSelector",
+                                   {{"matchLabels",
+                                     {{"kubernetes.io/metadata.name", kMonitoringNamespace}}}}}}})},
+                   {"ports", Json::array({{{"port", kMetricsPort}, {"protocol", "TCP"}}})}}})}}}};
 }
 
 std::string SecurityHeader(const ClusterSpec& cluster) {
@@ -122,7 +128,10 @@ std::string Manifests(const Json& job, const std::string& header, const ClusterS
          ToYaml(NetworkPolicy(cluster),
                 "Only the job's own pods reach its pods (the rendezvous store, NCCL); the\n"
                 "metrics port " +
-                    std::to_string(kMetricsPort) + " is open to all (Prometheus).");
+                    std::to_string(kMetricsPort) + " only from the namespace " +
+                    kMonitoringNamespace +
+                    " (Prometheus; Kubernetes labels every namespace with\n"
+                    "kubernetes.io/metadata.name: edit it where your Prometheus runs elsewhere).");
 }
 
 // The pod's container; `gpus` = the replicas of its stage (one worker per GPU).

@@ -58,7 +58,8 @@ std::vector<std::string> Documents(const std::string& yaml) {
   }
 }
 
-// A NetworkPolicy that lets only the job's own pods reach them, and anyone the metrics port.
+// A NetworkPolicy that lets only the job's own pods reach them, and the monitoring namespace's
+// pods the metrics port.
 void ExpectJobOnlyNetworkPolicy(const std::string& yaml, const std::string& job_name,
                                 const std::string& what) {
   json policy;
@@ -66,11 +67,13 @@ void ExpectJobOnlyNetworkPolicy(const std::string& yaml, const std::string& job_
   EXPECT_EQ(policy["apiVersion"], "networking.k8s.io/v1") << what;
   EXPECT_EQ(policy["kind"], "NetworkPolicy") << what;
   json job_pods = {{"matchLabels", {{"volcano.sh/job-name", job_name}}}};
+  json monitoring = {{"matchLabels", {{"kubernetes.io/metadata.name", "monitoring"}}}};
   EXPECT_EQ(policy["spec"]["podSelector"], job_pods) << what;
   EXPECT_EQ(policy["spec"]["policyTypes"], json::array({"Ingress"})) << what;
   EXPECT_EQ(policy["spec"]["ingress"],
             json::array({{{"from", json::array({{{"podSelector", job_pods}}})}},
-                         {{"ports", json::array({{{"port", 9400}, {"protocol", "TCP"}}})}}}))
+                         {{"from", json::array({{{"namespaceSelector", monitoring}}})},
+                          {"ports", json::array({{{"port", 9400}, {"protocol", "TCP"}}})}}}))
       << what;
 }
 
