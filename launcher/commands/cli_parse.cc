@@ -28,4 +28,19 @@ Result<cxxopts::ParseResult> ParseSubcommandOptions(cxxopts::Options& options,
   }
 }
 
+Result<std::optional<cxxopts::ParseResult>> ParseOptionsOnly(
+    cxxopts::Options& options, const std::vector<std::string>& args, std::ostream& out,
+    const std::vector<std::string>& help_groups) {
+  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed, ParseSubcommandOptions(options, args));
+  if (parsed.count("help")) {
+    out << (help_groups.empty() ? options.help() : options.help(help_groups));
+    return std::optional<cxxopts::ParseResult>();
+  }
+  if (!parsed.unmatched().empty()) {
+    return UsageError(options.program() + " takes no arguments, got '" + parsed.unmatched()[0] +
+                      "'");
+  }
+  return std::optional<cxxopts::ParseResult>(std::move(parsed));
+}
+
 }  // namespace hetrun::launcher

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cxxopts.hpp>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -14,5 +16,12 @@ namespace hetrun::launcher {
 Result<cxxopts::ParseResult> ParseSubcommandOptions(cxxopts::Options& options,
                                                     const std::vector<std::string>& args,
                                                     std::vector<std::string>* rest = nullptr);
+
+/// The prologue of a subcommand that takes options and no positional argument: parses `args`;
+/// with --help prints `help` (the options' help by default) to `out` and returns no result (the
+/// command then exits 0); a positional argument is a usage error naming it.
+Result<std::optional<cxxopts::ParseResult>> ParseOptionsOnly(
+    cxxopts::Options& options, const std::vector<std::string>& args, std::ostream& out,
+    const std::vector<std::string>& help_groups = {});
 
 }  // namespace hetrun::launcher

@@ -98,15 +98,10 @@ Result<int> commands::Env(const CommandContext& context) {
                            "source of every field.");
   options.add_options()("json", "print JSON (keys: README, \"hetrun env\")")("h,help", "this text");
   AddTopologyOptions(options);
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
-                          ParseSubcommandOptions(options, context.args));
-  if (parsed.count("help")) {
-    context.out << options.help({"", "topology"});
-    return kExitOk;
-  }
-  if (!parsed.unmatched().empty()) {
-    return UsageError("hetrun env takes no arguments, got '" + parsed.unmatched()[0] + "'");
-  }
+  HETRUN_ASSIGN_OR_RETURN(std::optional<cxxopts::ParseResult> given,
+                          ParseOptionsOnly(options, context.args, context.out, {"", "topology"}));
+  if (!given) return kExitOk;  // --help
+  const cxxopts::ParseResult& parsed = *given;
   TopologyOptionValues values = ReadTopologyOptions(parsed);
   HETRUN_ASSIGN_OR_RETURN(TopologyInputs inputs,
                           GatherTopologyInputs(context.env, values.flags, values.fake_gpus));

@@ -15,15 +15,10 @@ Result<int> commands::ExitCodes(const CommandContext& context) {
                            "List hetrun's exit codes and the Volcano policies keyed on them.");
   options.add_options()("markdown", "print the README's Markdown table")(
       "json", "print {\"exit_codes\": [...], \"policies\": [...]} as JSON")("h,help", "this text");
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
-                          ParseSubcommandOptions(options, context.args));
-  if (parsed.count("help")) {
-    context.out << options.help();
-    return kExitOk;
-  }
-  if (!parsed.unmatched().empty()) {
-    return UsageError("hetrun exit-codes takes no arguments, got '" + parsed.unmatched()[0] + "'");
-  }
+  HETRUN_ASSIGN_OR_RETURN(std::optional<cxxopts::ParseResult> given,
+                          ParseOptionsOnly(options, context.args, context.out));
+  if (!given) return kExitOk;  // --help
+  const cxxopts::ParseResult& parsed = *given;
   if (parsed.count("markdown") && parsed.count("json")) {
     return UsageError("hetrun exit-codes: --markdown and --json exclude each other");
   }

@@ -114,15 +114,10 @@ Result<int> commands::Simulate(const CommandContext& context) {
   options.add_options()("scenario", "scenario file (JSON)", cxxopts::value<std::string>())(
       "json", "print the result as JSON")("plot", "write an SVG chart of iteration time per window",
                                           cxxopts::value<std::string>())("h,help", "this text");
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
-                          ParseSubcommandOptions(options, context.args));
-  if (parsed.count("help")) {
-    context.out << options.help();
-    return kExitOk;
-  }
-  if (!parsed.unmatched().empty()) {
-    return UsageError("hetrun simulate takes no arguments, got '" + parsed.unmatched()[0] + "'");
-  }
+  HETRUN_ASSIGN_OR_RETURN(std::optional<cxxopts::ParseResult> given,
+                          ParseOptionsOnly(options, context.args, context.out));
+  if (!given) return kExitOk;  // --help
+  const cxxopts::ParseResult& parsed = *given;
   if (!parsed.count("scenario")) return UsageError("hetrun simulate needs --scenario FILE");
   HETRUN_ASSIGN_OR_RETURN(tuner::Scenario scenario,
                           tuner::LoadScenario(parsed["scenario"].as<std::string>()));

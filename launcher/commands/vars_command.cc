@@ -14,15 +14,10 @@ Result<int> commands::Vars(const CommandContext& context) {
                            "List every environment variable hetrun reads or writes.");
   options.add_options()("markdown", "print the README's Markdown table")(
       "set", "only variables set in this environment, with their values")("h,help", "this text");
-  HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
-                          ParseSubcommandOptions(options, context.args));
-  if (parsed.count("help")) {
-    context.out << options.help();
-    return kExitOk;
-  }
-  if (!parsed.unmatched().empty()) {
-    return UsageError("hetrun vars takes no arguments, got '" + parsed.unmatched()[0] + "'");
-  }
+  HETRUN_ASSIGN_OR_RETURN(std::optional<cxxopts::ParseResult> given,
+                          ParseOptionsOnly(options, context.args, context.out));
+  if (!given) return kExitOk;  // --help
+  const cxxopts::ParseResult& parsed = *given;
   if (parsed.count("markdown")) {
     context.out << EnvVarTableMarkdown();
     return kExitOk;
