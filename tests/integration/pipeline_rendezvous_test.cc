@@ -13,11 +13,14 @@
 #include <sstream>
 #include <thread>
 
+#include "free_port.h"
 #include "hetrun/pipeline/job_layout.h"
 #include "run_process.h"
 
 namespace hetrun {
 namespace {
+
+using testing::FreePort;
 
 using namespace std::chrono_literals;
 using testing::ProcessOptions;
@@ -27,18 +30,6 @@ using testing::TempDir;
 
 constexpr const char* kA100 = "A100-SXM4-80GB:8.0:81049";
 constexpr const char* kH100 = "H100-SXM5-80GB:9.0:81090";
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 struct Pod {
   std::string gpus;    // two GPUs: two workers

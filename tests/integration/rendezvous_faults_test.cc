@@ -16,10 +16,13 @@
 #include <sstream>
 #include <thread>
 
+#include "free_port.h"
 #include "run_process.h"
 
 namespace hetrun {
 namespace {
+
+using testing::FreePort;
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -34,18 +37,6 @@ bool HaveRendezvousLibrary() {
   if (!HaveRendezvousLibrary())                                                       \
   GTEST_SKIP() << "libhetrun_rendezvous.so not built (configured without libtorch): " \
                   "multi-node rendezvous is unavailable in this build"
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);

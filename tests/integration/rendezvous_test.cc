@@ -11,10 +11,13 @@
 #include <fstream>
 #include <thread>
 
+#include "free_port.h"
 #include "run_process.h"
 
 namespace hetrun {
 namespace {
+
+using testing::FreePort;
 
 using namespace std::chrono_literals;
 using testing::ProcessOptions;
@@ -35,19 +38,6 @@ bool HaveRendezvousLibrary() {
   if (!HaveRendezvousLibrary())                                                       \
   GTEST_SKIP() << "libhetrun_rendezvous.so not built (configured without libtorch): " \
                   "multi-node rendezvous is unavailable in this build"
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 struct Node {
   Node(int r, std::string g) : rank(r), gpus(std::move(g)) {}

@@ -11,12 +11,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "free_port.h"
 #include "run_process.h"
 #include "yaml_json.h"
 
 namespace hetrun {
 namespace {
 
+using testing::FreePort;
 using testing::ProcessOptions;
 using testing::ProcessResult;
 using testing::RunProcess;
@@ -31,18 +33,6 @@ std::map<std::string, std::string> BaseEnv() {
   return {{"PATH", bin + ":" + (path ? path : "/usr/bin:/bin")},
           {"HOME", "/tmp"},
           {"HETRUN_TERMINATION_LOG", ""}};
-}
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t length = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 bool Contains(const std::string& text, const std::string& part) {

@@ -20,11 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "free_port.h"
 #include "run_process.h"
 
 namespace hetrun {
 namespace {
 
+using testing::FreePort;
 using testing::ProcessOptions;
 using testing::ProcessResult;
 using testing::RunProcess;
@@ -33,19 +35,6 @@ using testing::TempDir;
 // A tiny model: embedding, 4 blocks, head = 6 pipeline layers; 3 AdamW steps.
 const std::vector<std::string> kModel = {"--layers", "4",       "--seq", "8",       "--dim",
                                          "16",       "--steps", "3",     "--double"};
-
-// A port nobody listens on now, for the job's store (tests run in parallel).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 ProcessOptions Options(const TempDir& dir) {
   ProcessOptions options;

@@ -14,27 +14,17 @@
 #include <string>
 #include <vector>
 
+#include "free_port.h"
 #include "run_process.h"
 
 namespace hetrun {
 namespace {
 
+using testing::FreePort;
 using testing::ProcessOptions;
 using testing::ProcessResult;
 using testing::RunProcess;
 using testing::TempDir;
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 /// key=value lines of the trainer's --summary file.
 std::map<std::string, std::string> ReadSummary(const std::string& path) {

@@ -13,27 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "free_port.h"
 #include "run_process.h"
 
 namespace hetrun {
 namespace {
 
+using testing::FreePort;
 using testing::ProcessResult;
 using testing::RunProcess;
-
-// A port the kernel reports free right now (bind port 0, read it back, release it).
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::vector<ProcessResult> RunWorkers(int world, const std::string& mode,
                                       const std::string& bucket_bytes = "") {
