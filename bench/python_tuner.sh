@@ -11,7 +11,9 @@ if ! "$py" -c "import hetrun" 2>/dev/null; then
   echo "python_tuner: the hetrun package is not installed in .venv (run scripts/setup)"; exit 1
 fi
 export PYTHONWARNINGS=ignore OMP_NUM_THREADS=1
-micro=$("$py" "$root/bench/python_tuner_bench.py" | tee /dev/stderr)
+# (Not `tee /dev/stderr`: with stderr redirected to a file, reopening it truncates that file.)
+micro=$("$py" "$root/bench/python_tuner_bench.py")
+printf '%s\n' "$micro"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$build/bin/hetrun" run --nproc-per-node 4 -- "$py" "$root/examples/python/train_ddp.py" \
