@@ -86,6 +86,10 @@ class Runtime {
   /// Waits until every rank reaches this point (world backend).
   Status Barrier() const;
 
+  /// The store and collective timeout (RuntimeOptions::timeout): how long a wait on a peer may
+  /// last before it fails.
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
  private:
   Runtime() = default;
 
