@@ -90,6 +90,27 @@ Status CheckLayers(const JobLayout& layout, const std::string& prefix) {
   return Status::Ok();
 }
 
+Status CheckRevisionAndCosts(const JobLayout& layout, const std::string& prefix) {
+  if (layout.revision < 0) {
+    return InvalidArgumentError(prefix + "revision must be >= 0, got " +
+                                std::to_string(layout.revision));
+  }
+  if (layout.layer_costs.empty()) return Status::Ok();
+  if (static_cast<int64_t>(layout.layer_costs.size()) != layout.num_layers) {
+    return InvalidArgumentError(prefix + std::to_string(layout.layer_costs.size()) +
+                                " layer costs for a model of " + std::to_string(layout.num_layers) +
+                                " layers");
+  }
+  for (size_t l = 0; l < layout.layer_costs.size(); ++l) {
+    double cost = layout.layer_costs[l];
+    if (!std::isfinite(cost) || cost < 0) {
+      return InvalidArgumentError(prefix + "layer_costs[" + std::to_string(l) +
+                                  "] must be a finite number >= 0, got " + std::to_string(cost));
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckRanks(const JobLayout& layout, const std::string& prefix) {
   const int world = layout.world_size();
   std::vector<int> owner(static_cast<size_t>(world), -1);
@@ -131,6 +152,7 @@ Status ValidateJobLayout(const JobLayout& layout, std::string_view source) {
   }
   Status layers = CheckLayers(layout, prefix);
   if (!layers.ok()) return layers;
+  HETRUN_RETURN_IF_ERROR(CheckRevisionAndCosts(layout, prefix));
   return CheckRanks(layout, prefix);
 }
 

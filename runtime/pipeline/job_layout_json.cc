@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "hetrun/base/atomic_file.h"
 #include "hetrun/base/input_file.h"
 #include "hetrun/pipeline/job_layout.h"
 
@@ -72,6 +73,23 @@ Result<StageLayout> ParseStage(const json& entry, std::string_view source, const
   return stage;
 }
 
+// The optional revision (default 0) and layer_costs (numbers; ValidateJobLayout checks the rest).
+Status ParseRevisionAndCosts(const json& root, std::string_view source, JobLayout& layout) {
+  Result<int64_t> revision = IntegerField(root, source, "$", "revision", 0);
+  if (!revision.ok()) return revision.status();
+  layout.revision = *revision;
+  if (auto costs = root.find("layer_costs"); costs != root.end()) {
+    if (!costs->is_array()) return FieldError(source, "$.layer_costs", "must be an array");
+    for (size_t l = 0; l < costs->size(); ++l) {
+      if (!(*costs)[l].is_number()) {
+        return FieldError(source, "$.layer_costs[" + std::to_string(l) + "]", "must be a number");
+      }
+      layout.layer_costs.push_back((*costs)[l].get<double>());
+    }
+  }
+  return Status::Ok();
+}
+
 Status ParseTop(const json& root, std::string_view source, JobLayout& layout) {
   Result<int64_t> layers = IntegerField(root, source, "$", "num_layers", std::nullopt);
   if (!layers.ok()) return layers.status();
@@ -95,7 +113,7 @@ Status ParseTop(const json& root, std::string_view source, JobLayout& layout) {
       layout.layer_names.push_back(n.get<std::string>());
     }
   }
-  return Status::Ok();
+  return ParseRevisionAndCosts(root, source, layout);
 }
 
 }  // namespace
@@ -135,8 +153,10 @@ std::string JobLayoutJson(const JobLayout& layout) {
                {"num_layers", layout.num_layers},
                {"micro_batches", layout.micro_batches},
                {"min_share", layout.min_share},
-               {"schedule", std::string(ScheduleKindName(layout.schedule))}};
+               {"schedule", std::string(ScheduleKindName(layout.schedule))},
+               {"revision", layout.revision}};
   if (!layout.layer_names.empty()) root["layer_names"] = layout.layer_names;
+  if (!layout.layer_costs.empty()) root["layer_costs"] = layout.layer_costs;
   json stages = json::array();
   for (const StageLayout& stage : layout.stages) {
     stages.push_back({{"first_layer", stage.first_layer},
@@ -147,6 +167,11 @@ std::string JobLayoutJson(const JobLayout& layout) {
   }
   root["stages"] = stages;
   return root.dump(2) + "\n";
+}
+
+Status WriteJobLayoutFile(const JobLayout& layout, const std::string& path) {
+  HETRUN_RETURN_IF_ERROR(ValidateJobLayout(layout, path));
+  return WriteFileAtomically(path, JobLayoutJson(layout), "layout file");
 }
 
 }  // namespace hetrun::pipeline

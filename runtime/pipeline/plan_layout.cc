@@ -58,6 +58,21 @@ Result<StageLayout> PlanStage(const json& entry, std::string_view source, size_t
   return stage;
 }
 
+// The optional revision (a layout written after live moves) and layer_costs (the model's costs).
+Status PlanRevisionAndCosts(const json& root, std::string_view source, JobLayout& layout) {
+  HETRUN_ASSIGN_OR_RETURN(layout.revision, Count(root, source, "$", "revision", 0));
+  auto costs = root.find("layer_costs");
+  if (costs == root.end()) return Status::Ok();
+  if (!costs->is_array()) return PlanError(source, "$.layer_costs must be an array of numbers");
+  for (size_t l = 0; l < costs->size(); ++l) {
+    if (!(*costs)[l].is_number()) {
+      return PlanError(source, "$.layer_costs[" + std::to_string(l) + "] must be a number");
+    }
+    layout.layer_costs.push_back((*costs)[l].get<double>());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<JobLayout> LayoutFromPlan(std::string_view plan_json, std::string_view source,
@@ -78,6 +93,7 @@ Result<JobLayout> LayoutFromPlan(std::string_view plan_json, std::string_view so
   if (auto kind = root.find("schedule"); kind != root.end() && kind->is_string()) {
     HETRUN_ASSIGN_OR_RETURN(layout.schedule, ParseScheduleKind(kind->get<std::string>()));
   }
+  HETRUN_RETURN_IF_ERROR(PlanRevisionAndCosts(root, source, layout));
   auto stages = root.find("stages");
   if (stages == root.end() || !stages->is_array()) {
     return PlanError(source, "$.stages must be an array of stages");

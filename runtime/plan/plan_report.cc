@@ -81,8 +81,13 @@ std::string PlanJson(const PipelinePlan& plan, const ModelSpec& model) {
   if (plan.compared) out["compare_split"] = SplitJson(*plan.compared, model);
   // What `hetrun run --plan` gives the workers (README "The layout file").
   Json names = Json::array();
-  for (const LayerSpec& layer : model.layers) names.push_back(layer.name);
+  Json costs = Json::array();  // relative cost per layer: the live re-balancer's prior
+  for (const LayerSpec& layer : model.layers) {
+    names.push_back(layer.name);
+    costs.push_back(layer.cost);
+  }
   out["layer_names"] = names;
+  out["layer_costs"] = costs;
   return out.dump(2) + "\n";
 }
 

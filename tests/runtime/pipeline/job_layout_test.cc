@@ -1,7 +1,11 @@
 #include "hetrun/pipeline/job_layout.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace hetrun::pipeline {
@@ -125,6 +129,73 @@ TEST(JobLayoutTest, AMissingFileIsNotFound) {
   Result<JobLayout> layout = LoadJobLayout("/nonexistent/layout.json");
   ASSERT_FALSE(layout.ok());
   EXPECT_EQ(layout.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace hetrun::pipeline
+
+namespace hetrun::pipeline {
+namespace {
+
+TEST(JobLayoutRevisionTest, RevisionAndLayerCostsReadBackAndDefaultToAPlanAsWritten) {
+  JobLayout layout = ThreeStages();
+  EXPECT_EQ(layout.revision, 0);
+  layout.revision = 3;
+  layout.layer_costs = {2.5, 1, 1, 1, 1, 0.5};
+  Result<JobLayout> back = ParseJobLayout(JobLayoutJson(layout), "layout.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->revision, 3);
+  EXPECT_EQ(back->layer_costs, layout.layer_costs);
+  Result<JobLayout> plain = ParseJobLayout(JobLayoutJson(ThreeStages()), "layout.json");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->revision, 0);
+  EXPECT_TRUE(plain->layer_costs.empty());
+}
+
+TEST(JobLayoutRevisionTest, BadRevisionsAndLayerCostsAreNamed) {
+  JobLayout negative = ThreeStages();
+  negative.revision = -1;
+  EXPECT_EQ(ErrorOf(negative), "plan.json: revision must be >= 0, got -1");
+  JobLayout short_costs = ThreeStages();
+  short_costs.layer_costs = {1, 1};
+  EXPECT_EQ(ErrorOf(short_costs), "plan.json: 2 layer costs for a model of 6 layers");
+  JobLayout nan = ThreeStages();
+  nan.layer_costs = {1, 1, 1, std::nan(""), 1, 1};
+  EXPECT_NE(ErrorOf(nan).find("layer_costs[3] must be a finite number >= 0"), std::string::npos);
+  JobLayout json = ThreeStages();
+  std::string text = JobLayoutJson(json);
+  text.replace(text.find("\"revision\": 0"), 13, "\"revision\": \"x\"");
+  Result<JobLayout> parsed = ParseJobLayout(text, "layout.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), "layout.json: $.revision: must be an integer");
+}
+
+TEST(JobLayoutRevisionTest, WriteJobLayoutFileReplacesTheFileWhole) {
+  char dir_template[] = "/tmp/hetrun_layout_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string path = std::string(dir_template) + "/layout.json";
+  JobLayout layout = ThreeStages();
+  ASSERT_TRUE(WriteJobLayoutFile(layout, path).ok());
+  layout.revision = 1;
+  layout.stages[0].layers = 3;
+  layout.stages[1].first_layer = 3;
+  layout.stages[1].layers = 2;
+  ASSERT_TRUE(WriteJobLayoutFile(layout, path).ok());
+  Result<JobLayout> back = LoadJobLayout(path);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->revision, 1);
+  EXPECT_EQ(back->stages[0].layers, 3);
+  EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0);  // no temporary left behind
+  // An invalid layout is refused before anything is written.
+  layout.stages[1].layers = 9;
+  Status invalid = WriteJobLayoutFile(layout, path);
+  EXPECT_EQ(invalid.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(LoadJobLayout(path)->stages[1].layers, 2);
+  // A folder that does not exist: the failed call is named.
+  Status missing = WriteJobLayoutFile(*back, std::string(dir_template) + "/no/layout.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("open("), std::string::npos) << missing.message();
+  std::filesystem::remove_all(dir_template);
 }
 
 }  // namespace

@@ -54,3 +54,31 @@ TEST(PlanLayoutTest, PlansThatAreNotPlanOutputAreErrors) {
 
 }  // namespace
 }  // namespace hetrun::pipeline
+
+namespace hetrun::pipeline {
+namespace {
+
+TEST(PlanLayoutTest, ThePlansLayerCostsAndRevisionAreKept) {
+  std::string plan = R"({"layers": 3, "revision": 2, "layer_costs": [3, 1, 1],
+    "stages": [{"first_layer": 0, "layers": 1}, {"first_layer": 1, "layers": 2}]})";
+  Result<JobLayout> layout = LayoutFromPlan(plan, "plan.json", 2);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  EXPECT_EQ(layout->revision, 2);
+  EXPECT_EQ(layout->layer_costs, (std::vector<double>{3, 1, 1}));
+  Result<JobLayout> bad = LayoutFromPlan(
+      R"({"layers": 3, "layer_costs": [3, "x", 1],
+    "stages": [{"first_layer": 0, "layers": 1}, {"first_layer": 1, "layers": 2}]})",
+      "plan.json", 2);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "plan.json: $.layer_costs[1] must be a number");
+  Result<JobLayout> short_costs = LayoutFromPlan(
+      R"({"layers": 3, "layer_costs": [3, 1],
+    "stages": [{"first_layer": 0, "layers": 1}, {"first_layer": 1, "layers": 2}]})",
+      "plan.json", 2);
+  ASSERT_FALSE(short_costs.ok());
+  EXPECT_NE(short_costs.status().message().find("2 layer costs for a model of 3 layers"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetrun::pipeline

@@ -235,6 +235,9 @@ TEST(PipelinePlannerTest, JsonHasTheContractKeys) {
   EXPECT_EQ(json["stages"][1]["layers"], 14);
   EXPECT_NEAR(json["max_stage_time"].get<double>(), 14 / 3.17, 1e-12);
   EXPECT_NEAR(json["even_split_max_stage_time"].get<double>(), 10.6, 1e-12);
+  // The model's costs, for the live re-balancer (hetrun/pipeline/rebalance.h).
+  ASSERT_EQ(json["layer_costs"].size(), model.layers.size());
+  EXPECT_EQ(json["layer_costs"][3].get<double>(), model.layers[3].cost);
 }
 
 TEST(PipelinePlannerTest, LargestModelPlansQuickly) {

@@ -37,6 +37,12 @@ struct JobLayout {
   int64_t min_share = 1;                 ///< fewest samples of a micro-batch one replica gets
   ScheduleKind schedule = ScheduleKind::k1F1B;
   std::vector<StageLayout> stages;
+  /// 0 for a layout as planned; +1 per live layer move (README "The layout file"), so a restart
+  /// that reads the file resumes from the current split and knows how many moves led there.
+  int64_t revision = 0;
+  /// Relative compute cost per layer (the plan's model costs; num_layers entries, finite, >= 0),
+  /// or empty when not known (the re-balancer then takes every layer as equal).
+  std::vector<double> layer_costs;
 
   int world_size() const;
   /// The stage that holds `rank`, and its replica index there (-1 when none).
@@ -47,7 +53,8 @@ struct JobLayout {
 /// Everything a layout must be: at least one stage; every stage at least one rank, families and
 /// shares one per rank (shares positive and finite); layer ranges contiguous from 0, in order,
 /// covering num_layers without gap or overlap; layer_names empty or num_layers long; the ranks
-/// of all stages a partition of [0, world_size). Errors (kInvalidArgument) name the stage and
+/// of all stages a partition of [0, world_size); revision >= 0; layer_costs empty or num_layers
+/// finite numbers >= 0. Errors (kInvalidArgument) name the stage and
 /// both sides of the conflict; `source` prefixes them.
 Status ValidateJobLayout(const JobLayout& layout, std::string_view source);
 
@@ -60,5 +67,10 @@ Result<JobLayout> LoadJobLayout(const std::string& path);
 
 /// The layout as the layout file's JSON (ParseJobLayout reads it back unchanged).
 std::string JobLayoutJson(const JobLayout& layout);
+
+/// Writes JobLayoutJson(layout) to `path` atomically (PATH.tmp, then rename): a worker that reads
+/// the file while another rewrites it after a move sees the old layout or the new one, never half.
+/// The layout is validated first (kInvalidArgument); system call errors name the call and path.
+Status WriteJobLayoutFile(const JobLayout& layout, const std::string& path);
 
 }  // namespace hetrun::pipeline

@@ -1,0 +1,329 @@
+#include "hetrun/pipeline/measurements.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "hetrun/base/atomic_file.h"
+#include "hetrun/base/input_file.h"
+
+namespace hetrun::pipeline {
+namespace {
+
+using nlohmann::json;
+
+// Where a value is: the file and its JSON path.
+struct Place {
+  std::string_view source;
+  std::string path;
+  Place Key(std::string_view key) const { return {source, path + "." + std::string(key)}; }
+  Place Index(size_t i) const { return {source, path + "[" + std::to_string(i) + "]"}; }
+  Status Error(const std::string& what) const {
+    return InvalidArgumentError(std::string(source) + ": " + path + ": " + what);
+  }
+};
+
+constexpr int64_t kMaxCount = int64_t{1} << 40;
+
+Result<int64_t> Integer(const json& object, const Place& at, const char* key, int64_t min,
+                        std::optional<int64_t> fallback) {
+  auto it = object.find(key);
+  if (it == object.end()) {
+    if (fallback) return *fallback;
+    return at.Key(key).Error("is missing");
+  }
+  if (!it->is_number_integer() || it->get<int64_t>() < min || it->get<int64_t>() > kMaxCount) {
+    return at.Key(key).Error("must be an integer in [" + std::to_string(min) + ", 2^40]");
+  }
+  return it->get<int64_t>();
+}
+
+Result<double> Millis(const json& value, const Place& at) {
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+    return at.Error("must be a finite number >= 0");
+  }
+  return value.get<double>();
+}
+
+Result<double> MillisField(const json& object, const Place& at, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end()) return at.Key(key).Error("is missing");
+  return Millis(*it, at.Key(key));
+}
+
+Result<WindowMeasurement> ParseWindow(const json& entry, const Place& at, int64_t num_layers) {
+  if (!entry.is_object()) return at.Error("must be an object");
+  WindowMeasurement w;
+  HETRUN_ASSIGN_OR_RETURN(w.window, Integer(entry, at, "window", 0, std::nullopt));
+  HETRUN_ASSIGN_OR_RETURN(w.revision, Integer(entry, at, "revision", 0, 0));
+  HETRUN_ASSIGN_OR_RETURN(w.first_layer, Integer(entry, at, "first_layer", 0, std::nullopt));
+  HETRUN_ASSIGN_OR_RETURN(w.layers, Integer(entry, at, "layers", 1, std::nullopt));
+  if (w.first_layer + w.layers > num_layers) {
+    return at.Error("layers [" + std::to_string(w.first_layer) + ", " +
+                    std::to_string(w.first_layer + w.layers) + ") lie outside the model's " +
+                    std::to_string(num_layers) + " layers");
+  }
+  HETRUN_ASSIGN_OR_RETURN(w.samples, Integer(entry, at, "samples", 0, 0));
+  HETRUN_ASSIGN_OR_RETURN(w.micro_batches, Integer(entry, at, "micro_batches", 0, 0));
+  HETRUN_ASSIGN_OR_RETURN(w.forward_ms, MillisField(entry, at, "forward_ms"));
+  HETRUN_ASSIGN_OR_RETURN(w.backward_ms, MillisField(entry, at, "backward_ms"));
+  if (auto ms = entry.find("layer_ms"); ms != entry.end()) {
+    if (!ms->is_array() || static_cast<int64_t>(ms->size()) != w.layers) {
+      return at.Key("layer_ms")
+          .Error("must list one number per layer (" + std::to_string(w.layers) + ")");
+    }
+    for (size_t l = 0; l < ms->size(); ++l) {
+      HETRUN_ASSIGN_OR_RETURN(double v, Millis((*ms)[l], at.Key("layer_ms").Index(l)));
+      w.layer_ms.push_back(v);
+    }
+  }
+  return w;
+}
+
+Result<RankMeasurements> ParseRank(const json& entry, const Place& at, int64_t num_layers) {
+  if (!entry.is_object()) return at.Error("must be an object");
+  RankMeasurements rank;
+  HETRUN_ASSIGN_OR_RETURN(int64_t r, Integer(entry, at, "rank", 0, std::nullopt));
+  HETRUN_ASSIGN_OR_RETURN(int64_t stage, Integer(entry, at, "stage", 0, std::nullopt));
+  HETRUN_ASSIGN_OR_RETURN(int64_t replica, Integer(entry, at, "replica", 0, 0));
+  if (r > (1 << 20) || stage > (1 << 20) || replica > (1 << 20)) {
+    return at.Error("rank, stage and replica must be below 2^20");
+  }
+  rank.rank = static_cast<int>(r);
+  rank.stage = static_cast<int>(stage);
+  rank.replica = static_cast<int>(replica);
+  if (auto family = entry.find("family"); family != entry.end()) {
+    if (!family->is_string()) return at.Key("family").Error("must be a string");
+    rank.family = family->get<std::string>();
+  }
+  auto windows = entry.find("windows");
+  if (windows == entry.end() || !windows->is_array()) {
+    return at.Key("windows").Error("must be an array of windows");
+  }
+  for (size_t w = 0; w < windows->size(); ++w) {
+    HETRUN_ASSIGN_OR_RETURN(WindowMeasurement window,
+                            ParseWindow((*windows)[w], at.Key("windows").Index(w), num_layers));
+    rank.windows.push_back(std::move(window));
+  }
+  return rank;
+}
+
+Status ParseModel(const json& root, const Place& at, Measurements& out) {
+  HETRUN_ASSIGN_OR_RETURN(out.num_layers, Integer(root, at, "num_layers", 1, std::nullopt));
+  HETRUN_ASSIGN_OR_RETURN(out.micro_batches, Integer(root, at, "micro_batches", 1, 1));
+  if (auto names = root.find("layer_names"); names != root.end()) {
+    if (!names->is_array() || static_cast<int64_t>(names->size()) != out.num_layers) {
+      return at.Key("layer_names")
+          .Error("must list one name per layer (" + std::to_string(out.num_layers) + ")");
+    }
+    for (const json& name : *names) {
+      if (!name.is_string()) return at.Key("layer_names").Error("must hold strings");
+      out.layer_names.push_back(name.get<std::string>());
+    }
+  }
+  return Status::Ok();
+}
+
+json WindowJson(const WindowMeasurement& w) {
+  json out = {{"window", w.window},           {"revision", w.revision},
+              {"first_layer", w.first_layer}, {"layers", w.layers},
+              {"samples", w.samples},         {"micro_batches", w.micro_batches},
+              {"forward_ms", w.forward_ms},   {"backward_ms", w.backward_ms}};
+  if (!w.layer_ms.empty()) out["layer_ms"] = w.layer_ms;
+  return out;
+}
+
+bool SameModel(const Measurements& a, const Measurements& b) {
+  return a.num_layers == b.num_layers && a.micro_batches == b.micro_batches &&
+         (a.layer_names.empty() || b.layer_names.empty() || a.layer_names == b.layer_names);
+}
+
+}  // namespace
+
+std::string RankMeasurementsPath(const std::string& run_dir, int rank) {
+  return run_dir + "/measurements/rank_" + std::to_string(rank) + ".json";
+}
+
+std::string MergedMeasurementsPath(const std::string& run_dir) {
+  return run_dir + "/measurements.json";
+}
+
+std::string MeasurementsJson(const Measurements& m) {
+  json root = {{"version", 1}, {"num_layers", m.num_layers}, {"micro_batches", m.micro_batches}};
+  if (!m.layer_names.empty()) root["layer_names"] = m.layer_names;
+  json ranks = json::array();
+  for (const RankMeasurements& rank : m.ranks) {
+    json windows = json::array();
+    for (const WindowMeasurement& w : rank.windows) windows.push_back(WindowJson(w));
+    ranks.push_back({{"rank", rank.rank},
+                     {"stage", rank.stage},
+                     {"replica", rank.replica},
+                     {"family", rank.family},
+                     {"windows", windows}});
+  }
+  root["ranks"] = ranks;
+  return root.dump(1) + "\n";
+}
+
+Result<Measurements> ParseMeasurements(std::string_view json_text, std::string_view source) {
+  HETRUN_RETURN_IF_ERROR(CheckJsonDepth(json_text, kMaxJsonDepth, source));
+  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return InvalidArgumentError(std::string(source) + ": not valid JSON");
+  const Place top{source, "$"};
+  if (!root.is_object()) return top.Error("the measurements are not a JSON object");
+  Measurements out;
+  HETRUN_RETURN_IF_ERROR(ParseModel(root, top, out));
+  auto ranks = root.find("ranks");
+  if (ranks == root.end() || !ranks->is_array()) {
+    return top.Key("ranks").Error("must be an array of ranks");
+  }
+  std::set<int> seen;
+  for (size_t r = 0; r < ranks->size(); ++r) {
+    const Place at = top.Key("ranks").Index(r);
+    HETRUN_ASSIGN_OR_RETURN(RankMeasurements rank, ParseRank((*ranks)[r], at, out.num_layers));
+    if (!seen.insert(rank.rank).second) {
+      return at.Key("rank").Error("rank " + std::to_string(rank.rank) + " appears twice");
+    }
+    out.ranks.push_back(std::move(rank));
+  }
+  return out;
+}
+
+Result<Measurements> LoadMeasurements(const std::string& path) {
+  HETRUN_ASSIGN_OR_RETURN(std::string text,
+                          ReadRegularFile(path, kMaxJsonInputBytes, "measurements file"));
+  return ParseMeasurements(text, path);
+}
+
+Result<Measurements> MergeMeasurements(std::span<const Measurements> parts,
+                                       std::span<const std::string> names,
+                                       std::vector<std::string>& skipped) {
+  auto name = [&](size_t i) { return i < names.size() ? names[i] : "part " + std::to_string(i); };
+  std::optional<Measurements> merged;
+  std::set<int> seen;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Measurements& part = parts[i];
+    if (merged && !SameModel(*merged, part)) {
+      skipped.push_back(name(i) + ": another model (" + std::to_string(part.num_layers) +
+                        " layers, " + std::to_string(part.micro_batches) + " micro-batches vs " +
+                        std::to_string(merged->num_layers) + " and " +
+                        std::to_string(merged->micro_batches) + ", or other layer names)");
+      continue;
+    }
+    bool repeats = false;
+    for (const RankMeasurements& rank : part.ranks) repeats = repeats || seen.contains(rank.rank);
+    if (repeats) {
+      skipped.push_back(name(i) + ": repeats a rank already merged");
+      continue;
+    }
+    if (!merged) merged = Measurements{part.num_layers, part.layer_names, part.micro_batches, {}};
+    if (merged->layer_names.empty()) merged->layer_names = part.layer_names;
+    for (const RankMeasurements& rank : part.ranks) {
+      seen.insert(rank.rank);
+      merged->ranks.push_back(rank);
+    }
+  }
+  if (!merged) return InvalidArgumentError("no measurements to merge");
+  std::sort(merged->ranks.begin(), merged->ranks.end(),
+            [](const RankMeasurements& a, const RankMeasurements& b) { return a.rank < b.rank; });
+  return *merged;
+}
+
+std::vector<std::vector<StageMeasurement>> StageWindows(const Measurements& measurements,
+                                                        std::vector<std::string>* families) {
+  // (window, revision) -> stage -> slowest replica's measurement.
+  std::map<std::pair<int64_t, int64_t>, std::map<int, StageMeasurement>> grouped;
+  std::map<int, std::set<std::string>> stage_families;
+  for (const RankMeasurements& rank : measurements.ranks) {
+    stage_families[rank.stage].insert(rank.family.empty() ? "unknown" : rank.family);
+    for (const WindowMeasurement& w : rank.windows) {
+      StageMeasurement m{w.first_layer, w.layers, w.forward_ms, w.backward_ms, w.layer_ms};
+      auto [it, fresh] = grouped[{w.window, w.revision}].try_emplace(rank.stage, m);
+      const StageMeasurement& held = it->second;
+      if (!fresh && m.forward_ms + m.backward_ms > held.forward_ms + held.backward_ms) {
+        it->second = m;
+      }
+    }
+  }
+  const int stages = stage_families.empty() ? 0 : stage_families.rbegin()->first + 1;
+  std::vector<std::vector<StageMeasurement>> windows;
+  for (const auto& [key, by_stage] : grouped) {
+    if (static_cast<int>(by_stage.size()) != stages) continue;
+    std::vector<StageMeasurement> window;
+    std::vector<int64_t> counts;
+    for (const auto& [stage, m] : by_stage) {
+      window.push_back(m);
+      counts.push_back(m.layers);
+    }
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    if (total != measurements.num_layers || !CheckWindow(window, counts).ok()) continue;
+    windows.push_back(std::move(window));
+  }
+  if (families) {
+    families->assign(static_cast<size_t>(stages), "");
+    for (const auto& [stage, names] : stage_families) {
+      for (const std::string& n : names) {
+        std::string& f = (*families)[static_cast<size_t>(stage)];
+        f += (f.empty() ? "" : "+") + n;
+      }
+    }
+  }
+  return windows;
+}
+
+Result<MeasurementLog> MeasurementLog::Create(const JobLayout& layout, int rank, std::string path) {
+  const int stage = layout.StageOf(rank);
+  if (stage < 0) {
+    return InvalidArgumentError("measurement log: rank " + std::to_string(rank) +
+                                " is in no stage of the layout (" +
+                                std::to_string(layout.world_size()) + " ranks)");
+  }
+  MeasurementLog log;
+  log.data_.num_layers = layout.num_layers;
+  log.data_.layer_names = layout.layer_names;
+  log.data_.micro_batches = layout.micro_batches;
+  const int replica = layout.ReplicaOf(rank);
+  const StageLayout& entry = layout.stages[static_cast<size_t>(stage)];
+  log.data_.ranks.push_back(
+      {rank, stage, replica, entry.families[static_cast<size_t>(replica)], {}});
+  log.path_ = std::move(path);
+  return log;
+}
+
+Result<MeasurementLog> MeasurementLog::FromEnvironment(const Environment& env,
+                                                       const JobLayout& layout, int rank) {
+  std::optional<std::string> run_dir = env.Get("HETRUN_RUN_DIR");
+  return Create(layout, rank,
+                run_dir && !run_dir->empty() ? RankMeasurementsPath(*run_dir, rank) : "");
+}
+
+Status MeasurementLog::Append(const WindowMeasurement& window) {
+  bool finite = std::isfinite(window.forward_ms) && std::isfinite(window.backward_ms) &&
+                window.forward_ms >= 0 && window.backward_ms >= 0;
+  for (double ms : window.layer_ms) finite = finite && std::isfinite(ms) && ms >= 0;
+  if (!finite) {
+    return InvalidArgumentError("measurement of window " + std::to_string(window.window) +
+                                ": times must be finite and >= 0");
+  }
+  std::vector<WindowMeasurement>& windows = data_.ranks.front().windows;
+  windows.push_back(window);
+  if (windows.size() > kMaxMeasuredWindows) windows.erase(windows.begin());
+  if (path_.empty()) return Status::Ok();
+  const std::string dir = path_.substr(0, path_.rfind('/'));
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    Status error = ErrnoError("mkdir", dir, errno).WithContext("measurements");
+    path_.clear();
+    return error;
+  }
+  Status written = WriteFileAtomically(path_, MeasurementsJson(data_), "measurements");
+  if (!written.ok()) path_.clear();
+  return written;
+}
+
+}  // namespace hetrun::pipeline
