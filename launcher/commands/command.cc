@@ -4,8 +4,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "commands/nearest_name.h"
 #include "hetrun/base/exit_code.h"
+#include "hetrun/base/nearest_name.h"
 #include "hetrun/base/version.h"
 
 namespace hetrun::launcher {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "commands/nearest_name.h"
+#include "hetrun/base/nearest_name.h"
 #include "hetrun/base/units.h"
 
 namespace hetrun::launcher {

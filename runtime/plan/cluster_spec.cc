@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hetrun/base/nearest_name.h"
 #include "plan/json_fields.h"
 
 namespace hetrun::plan {
@@ -80,6 +81,35 @@ Status ParseJobSettings(const nlohmann::json& root, const JsonPlace& place, Clus
   return Status::Ok();
 }
 
+using LinkTable = std::vector<std::pair<std::string, double>>;
+
+// `network` or `nvlink` of `object`: a name of `table` or a number of GB/s; `fallback` when absent.
+Result<std::optional<Link>> ParseLink(const nlohmann::json& object, const JsonPlace& place,
+                                      std::string_view key, const LinkTable& table,
+                                      const std::optional<Link>& fallback) {
+  auto it = object.find(key);
+  if (it == object.end()) return fallback;
+  JsonPlace at = place.Key(key);
+  if (it->is_number()) {
+    HETRUN_ASSIGN_OR_RETURN(double gb_per_s, internal::RequiredNumber(object, place, key, 0, true));
+    return std::optional<Link>(LinkFromNumber(gb_per_s));
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, unused] : table) names.push_back(name);
+  std::string known;
+  for (const std::string& name : names) known += (known.empty() ? "" : ", ") + name;
+  if (!it->is_string()) {
+    return at.Error("must be a link name (" + known + ") or a number of GB/s per direction");
+  }
+  const std::string& name = it->get_ref<const std::string&>();
+  Link link = LinkByName(table, name);
+  if (link.gb_per_s > 0) return std::optional<Link>(link);
+  std::string nearest = NearestName(name, names, 3);
+  return at.Error("unknown link '" + internal::Shown(name) + "'" +
+                  (nearest.empty() ? "" : " (did you mean '" + nearest + "'?)") +
+                  "; known: " + known + ", or a number of GB/s per direction");
+}
+
 }  // namespace
 
 bool IsDnsLabel(std::string_view name) {
@@ -107,7 +137,7 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
   HETRUN_RETURN_IF_ERROR(internal::CheckObject(
       root, place,
       {"family_speed", "label_key", "memory_ceiling_bytes", "stages", "job_name", "namespace",
-       "queue", "image", "gpus_per_pod", "command"}));
+       "queue", "image", "gpus_per_pod", "command", "network", "nvlink"}));
   ClusterSpec cluster;
   cluster.family_speed = DefaultFamilySpeeds();
   HETRUN_RETURN_IF_ERROR(ParseFamilySpeeds(root, place, &cluster.family_speed));
@@ -122,6 +152,10 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
   HETRUN_ASSIGN_OR_RETURN(cluster.memory_ceiling_bytes,
                           internal::OptionalBytes(root, place, "memory_ceiling_bytes"));
   HETRUN_RETURN_IF_ERROR(ParseJobSettings(root, place, &cluster));
+  HETRUN_ASSIGN_OR_RETURN(std::optional<Link> default_network,
+                          ParseLink(root, place, "network", NetworkLinkTable(), std::nullopt));
+  HETRUN_ASSIGN_OR_RETURN(std::optional<Link> default_nvlink,
+                          ParseLink(root, place, "nvlink", NvlinkTable(), std::nullopt));
 
   JsonPlace stages_at = place.Key("stages");
   auto stages = root.find("stages");
@@ -135,8 +169,8 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
   for (size_t i = 0; i < stages->size(); ++i) {
     const nlohmann::json& entry = (*stages)[i];
     JsonPlace at = stages_at.Index(i);
-    HETRUN_RETURN_IF_ERROR(
-        internal::CheckObject(entry, at, {"task", "family", "count", "memory_bytes", "gpus"}));
+    HETRUN_RETURN_IF_ERROR(internal::CheckObject(
+        entry, at, {"task", "family", "count", "memory_bytes", "gpus", "network", "nvlink"}));
     HETRUN_ASSIGN_OR_RETURN(std::string task, internal::RequiredString(entry, at, "task"));
     if (!IsDnsLabel(task)) {
       return at.Key("task").Error("'" + internal::Shown(task) +
@@ -175,8 +209,13 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
       return at.Key("count").Error("the cluster expands to more than " +
                                    std::to_string(kMaxStages) + " stages");
     }
+    HETRUN_ASSIGN_OR_RETURN(auto network,
+                            ParseLink(entry, at, "network", NetworkLinkTable(), default_network));
+    HETRUN_ASSIGN_OR_RETURN(auto nvlink,
+                            ParseLink(entry, at, "nvlink", NvlinkTable(), default_nvlink));
     for (int64_t k = 0; k < count; ++k) {
-      cluster.stages.push_back({task, replicas[task]++, family, speed->second, *memory, gpus});
+      cluster.stages.push_back(
+          {task, replicas[task]++, family, speed->second, *memory, gpus, network, nvlink});
     }
   }
   return cluster;

@@ -34,8 +34,61 @@ struct Prefix {
   double Bytes(size_t i, size_t j) const { return bytes[j] - bytes[i]; }
 };
 
-SplitFigures Figures(const ModelSpec& model, const ClusterSpec& cluster, const Prefix& prefix,
+// Stage times with link transfers: stage s holding layers [i, j) takes its compute, plus sending
+// the gradients of layer i − 1's activations back (s > 0), plus sending layer j − 1's activations
+// forward (s < S − 1). Every caller uses Time(), so all passes agree bit for bit.
+struct Costs {
+  const ModelSpec& model;
+  Prefix prefix;
+  std::vector<double> speed;              // per stage: family speed × replicas
+  std::vector<std::optional<Link>> link;  // per boundary
+  double cost_unit_ms = 0;                // 0: transfers are not charged
+
+  Costs(const ModelSpec& m, const ClusterSpec& cluster) : model(m), prefix(m) {
+    for (size_t s = 0; s < cluster.stages.size(); ++s) {
+      const StageSlot& slot = cluster.stages[s];
+      speed.push_back(slot.speed * static_cast<double>(slot.gpus));
+      if (s + 1 < cluster.stages.size()) link.push_back(BoundaryLink(slot, cluster.stages[s + 1]));
+    }
+    if (m.HasActivationBytes() && m.cost_unit_ms) cost_unit_ms = *m.cost_unit_ms;
+  }
+  double Bytes(size_t layer) const {
+    return model.layers[layer].activation_bytes * static_cast<double>(model.micro_batch_size);
+  }
+  // One way over boundary b after `layer`, in the cost unit.
+  double Charge(size_t b, size_t layer) const {
+    if (cost_unit_ms <= 0 || !link[b]) return 0.0;
+    return TransferMs(Bytes(layer), *link[b]) / cost_unit_ms;
+  }
+  double In(size_t s, size_t i) const { return s == 0 ? 0.0 : Charge(s - 1, i - 1); }
+  double Out(size_t s, size_t j) const { return s + 1 == speed.size() ? 0.0 : Charge(s, j - 1); }
+  // A lower bound of Time(s, i, j) that only grows as i decreases (the DP's early stop).
+  double Lower(size_t s, size_t i, size_t j) const {
+    return prefix.Time(i, j, speed[s]) + Out(s, j);
+  }
+  double Time(size_t s, size_t i, size_t j) const {
+    return prefix.Time(i, j, speed[s]) + In(s, i) + Out(s, j);
+  }
+};
+
+BoundaryFigures Boundary(const Costs& costs, size_t b, size_t after_layer) {
+  BoundaryFigures boundary;
+  boundary.boundary = static_cast<int64_t>(b);
+  boundary.after_layer = static_cast<int64_t>(after_layer);
+  boundary.link = costs.link[b];
+  boundary.bytes = costs.Bytes(after_layer);
+  if (boundary.link) {
+    boundary.forward_ms = TransferMs(boundary.bytes, *boundary.link);
+    boundary.backward_ms = boundary.forward_ms;
+  }
+  boundary.forward_time = costs.Charge(b, after_layer);
+  boundary.backward_time = boundary.forward_time;
+  return boundary;
+}
+
+SplitFigures Figures(const ModelSpec& model, const ClusterSpec& cluster, const Costs& costs,
                      std::span<const int64_t> counts) {
+  const Prefix& prefix = costs.prefix;
   SplitFigures figures;
   size_t first = 0;
   for (size_t s = 0; s < counts.size(); ++s) {
@@ -46,7 +99,9 @@ SplitFigures Figures(const ModelSpec& model, const ClusterSpec& cluster, const P
     stage.slot = slot;
     stage.first_layer = static_cast<int64_t>(first);
     stage.layers = counts[s];
-    stage.time = prefix.Time(first, end, slot.speed * static_cast<double>(slot.gpus));
+    stage.time = costs.Time(s, first, end);
+    stage.transfer_time = costs.In(s, first) + costs.Out(s, end);
+    if (s + 1 < counts.size()) figures.boundaries.push_back(Boundary(costs, s, end - 1));
     stage.memory_bytes = prefix.Bytes(first, end);
     stage.memory_limit_bytes = LimitOf(slot, cluster);
     stage.fits_memory = stage.memory_bytes <= stage.memory_limit_bytes;
@@ -181,7 +236,7 @@ Result<SplitFigures> EvaluateSplit(const ModelSpec& model, const ClusterSpec& cl
                                 std::to_string(model.layers.size()) + " layers, got " +
                                 std::to_string(sum));
   }
-  return Figures(model, cluster, Prefix(model), counts);
+  return Figures(model, cluster, Costs(model, cluster), counts);
 }
 
 namespace {
@@ -192,13 +247,13 @@ namespace {
 // so the scan stops at the first i that cannot improve or does not fit. Returns best for the
 // whole model: the least slowest-stage time of any split.
 Result<double> LeastSlowestStage(const ModelSpec& model, const ClusterSpec& cluster,
-                                 const Prefix& prefix, const std::vector<double>& limit) {
+                                 const Costs& costs, const std::vector<double>& limit) {
+  const Prefix& prefix = costs.prefix;
   const size_t layers = model.layers.size();
   const size_t stages = cluster.stages.size();
   const size_t width = layers + 1;
   std::vector<double> best(stages * width, kInfinity);
   for (size_t s = 0; s < stages; ++s) {
-    const double speed = cluster.stages[s].speed * static_cast<double>(cluster.stages[s].gpus);
     const size_t j_max = layers - (stages - 1 - s);
     for (size_t j = s + 1; j <= j_max; ++j) {
       double& cell = best[s * width + j];
@@ -206,11 +261,10 @@ Result<double> LeastSlowestStage(const ModelSpec& model, const ClusterSpec& clus
       const size_t i_min = s == 0 ? 0 : s;
       for (size_t i = j; i-- > i_min;) {
         if (prefix.Bytes(i, j) > limit[s]) break;
-        double time = prefix.Time(i, j, speed);
-        if (time >= cell) break;
+        if (costs.Lower(s, i, j) >= cell) break;
         if (s == 0 && i != 0) continue;
         double before = s == 0 ? 0.0 : best[(s - 1) * width + i];
-        cell = std::min(cell, std::max(before, time));
+        cell = std::min(cell, std::max(before, costs.Time(s, i, j)));
       }
     }
     bool reachable = false;
@@ -227,7 +281,7 @@ Result<double> LeastSlowestStage(const ModelSpec& model, const ClusterSpec& clus
 // minimises the 1F1B iteration time Σ τ + (M − 1)·max τ). from[s][j] is stage s's first layer.
 // Returns the layers per stage.
 std::vector<int64_t> LeastTotalSplit(const ModelSpec& model, const ClusterSpec& cluster,
-                                     const Prefix& prefix, const std::vector<double>& limit,
+                                     const Costs& costs, const std::vector<double>& limit,
                                      double bound) {
   const size_t layers = model.layers.size();
   const size_t stages = cluster.stages.size();
@@ -235,15 +289,15 @@ std::vector<int64_t> LeastTotalSplit(const ModelSpec& model, const ClusterSpec& 
   std::vector<double> sum(stages * width, kInfinity);
   std::vector<size_t> from(stages * width, 0);
   for (size_t s = 0; s < stages; ++s) {
-    const double speed = cluster.stages[s].speed * static_cast<double>(cluster.stages[s].gpus);
     const size_t j_max = layers - (stages - 1 - s);
     for (size_t j = s + 1; j <= j_max; ++j) {
       double& cell = sum[s * width + j];
       const size_t i_min = s == 0 ? 0 : s;
       for (size_t i = j; i-- > i_min;) {
-        if (prefix.Bytes(i, j) > limit[s]) break;
-        double time = prefix.Time(i, j, speed);
-        if (time > bound) break;
+        if (costs.prefix.Bytes(i, j) > limit[s]) break;
+        if (costs.Lower(s, i, j) > bound) break;
+        double time = costs.Time(s, i, j);
+        if (time > bound) continue;
         if (s == 0 && i != 0) continue;
         double before = s == 0 ? 0.0 : sum[(s - 1) * width + i];
         if (before + time < cell) {
@@ -270,18 +324,19 @@ Result<PipelinePlan> PlanPipeline(const ModelSpec& model, const ClusterSpec& clu
   HETRUN_RETURN_IF_ERROR(CheckShape(model, cluster));
   const size_t layers = model.layers.size();
   const size_t stages = cluster.stages.size();
-  const Prefix prefix(model);
+  const Costs costs(model, cluster);
   std::vector<double> limit(stages);
   for (size_t s = 0; s < stages; ++s) limit[s] = LimitOf(cluster.stages[s], cluster);
-  HETRUN_ASSIGN_OR_RETURN(double bound, LeastSlowestStage(model, cluster, prefix, limit));
-  std::vector<int64_t> counts = LeastTotalSplit(model, cluster, prefix, limit, bound);
+  HETRUN_ASSIGN_OR_RETURN(double bound, LeastSlowestStage(model, cluster, costs, limit));
+  std::vector<int64_t> counts = LeastTotalSplit(model, cluster, costs, limit, bound);
 
   PipelinePlan plan;
   plan.micro_batches = model.micro_batches;
   plan.micro_batch_size = model.micro_batch_size;
-  plan.best = Figures(model, cluster, prefix, counts);
+  plan.best = Figures(model, cluster, costs, counts);
   std::vector<int64_t> even = EvenSplit(static_cast<int64_t>(layers), static_cast<int64_t>(stages));
-  plan.even = Figures(model, cluster, prefix, even);
+  plan.even = Figures(model, cluster, costs, even);
+  plan.links = SummariseLinks(cluster.stages);
   if (compare) {
     HETRUN_ASSIGN_OR_RETURN(SplitFigures compared, EvaluateSplit(model, cluster, *compare));
     plan.compared = std::move(compared);

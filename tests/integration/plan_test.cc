@@ -12,6 +12,7 @@ using testing::ProcessResult;
 
 const std::string kModel = HETRUN_SOURCE_DIR "/examples/plan/seed-model.json";
 const std::string kCluster = HETRUN_SOURCE_DIR "/examples/plan/seed-cluster.json";
+const std::string kLinkedModel = HETRUN_SOURCE_DIR "/examples/plan/seed-model-links.json";
 
 ProcessResult Hetrun(std::vector<std::string> args) {
   args.insert(args.begin(), HETRUN_BINARY);
@@ -110,6 +111,50 @@ TEST(PlanCliTest, EmitWritesTheOutputFile) {
   ProcessResult cat = testing::RunProcess({"/bin/cat", path});
   EXPECT_NE(cat.out.find("kind: Job"), std::string::npos);
   EXPECT_NE(cat.out.find("exitCode: 80"), std::string::npos);
+}
+
+TEST(PlanCliTest, LinksPerBoundaryAndCollectivesInJsonAndText) {
+  ProcessResult r = Hetrun({"plan", "--cluster", kCluster, "--model", kLinkedModel, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json plan = nlohmann::json::parse(r.out);
+  ASSERT_EQ(plan["boundaries"].size(), 5u);
+  const nlohmann::json& first = plan["boundaries"][0];
+  EXPECT_EQ(first["link"]["name"], "ib-200g");  // ampere pod (ib-200g) to hopper pod (ib-400g)
+  EXPECT_EQ(first["link"]["gb_per_s"], 25.0);
+  EXPECT_NEAR(first["forward_ms"].get<double>(), 64.0 * (1 << 20) / 25e9 * 1e3, 1e-9);
+  EXPECT_EQ(first["forward_ms"], first["backward_ms"]);
+  EXPECT_EQ(plan["boundaries"][1]["link"]["name"], "ib-400g");
+  EXPECT_GT(plan["stages"][0]["transfer_time"].get<double>(), 0.0);
+  EXPECT_EQ(plan["links"]["data_parallel"][0]["link"]["name"], "nvlink3");
+  EXPECT_EQ(plan["links"]["data_parallel"][1]["link"]["name"], "nvlink4");
+  EXPECT_EQ(plan["links"]["job"]["link"]["name"], "ib-200g");
+  EXPECT_EQ(plan["links"]["job"]["fastest_link"]["name"], "ib-400g");
+  EXPECT_EQ(plan["even_split"]["boundaries"].size(), 5u);
+
+  ProcessResult text = Hetrun({"plan", "--cluster", kCluster, "--model", kLinkedModel});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("0 -> 1     block.2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("ib-200g 25.0 GB/s"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("stage 1: 8 replicas, nvlink4 450.0 GB/s"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("job-wide collectives (every pod): ib-200g 25.0 GB/s"), std::string::npos)
+      << text.out;
+}
+
+TEST(PlanCliTest, UnknownLinkExits78SuggestingTheNearestName) {
+  testing::TempDir dir;
+  std::string cluster = dir.WriteFile("cluster.json", R"({"stages": [
+      {"task": "w", "family": "ampere", "memory_bytes": 1e12, "network": "roce-200"}]})");
+  ProcessResult r = Hetrun({"plan", "--cluster", cluster, "--model", kModel});
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find("$.stages[0].network: unknown link 'roce-200' (did you mean 'roce-200g'?)"),
+            std::string::npos)
+      << r.err;
+  std::string negative = dir.WriteFile("negative.json", R"({"stages": [
+      {"task": "w", "family": "ampere", "memory_bytes": 1e12, "nvlink": -300}]})");
+  r = Hetrun({"plan", "--cluster", negative, "--model", kModel});
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find("$.stages[0].nvlink: must be a number > 0"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -98,5 +98,68 @@ TEST(ClusterSpecTest, DnsLabelRules) {
   EXPECT_FALSE(IsDnsLabel(std::string(64, 'a')));
 }
 
+TEST(ClusterSpecTest, LinksByNameOrNumberWithATopLevelDefault) {
+  auto cluster = ParseClusterSpec(R"({"network": "eth-100g", "nvlink": "nvlink3", "stages": [
+      {"task": "a", "family": "ampere", "memory_bytes": 1e9},
+      {"task": "h", "family": "hopper", "memory_bytes": 1e9, "count": 2, "network": "ib-400g",
+       "nvlink": 450},
+      {"task": "z", "family": "ampere", "memory_bytes": 1e9, "network": 37.5}]})",
+                                  "c.json");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_EQ(cluster->stages.size(), 4u);
+  EXPECT_EQ(cluster->stages[0].network->name, "eth-100g");
+  EXPECT_EQ(cluster->stages[0].network->gb_per_s, 12.5);
+  EXPECT_EQ(cluster->stages[0].nvlink->name, "nvlink3");
+  EXPECT_EQ(cluster->stages[2].network->name, "ib-400g");
+  EXPECT_EQ(cluster->stages[2].network->gb_per_s, 50.0);
+  EXPECT_EQ(cluster->stages[2].nvlink->name, "450 GB/s");
+  EXPECT_EQ(cluster->stages[3].network->gb_per_s, 37.5);
+  EXPECT_EQ(cluster->stages[3].nvlink->name, "nvlink3");
+  auto none = ParseClusterSpec(R"({"stages": [{"task": "a", "family": "ampere",
+      "memory_bytes": 1e9}]})",
+                               "c.json");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->stages[0].network.has_value());
+  EXPECT_FALSE(none->stages[0].nvlink.has_value());
+}
+
+TEST(ClusterSpecTest, BadLinksNameThePathAndTheNearestKnownName) {
+  auto stage = [](const std::string& field) {
+    return ParseClusterSpec(
+        R"({"stages": [{"task": "a", "family": "ampere", "memory_bytes": 1e9, )" + field + "}]}",
+        "c.json");
+  };
+  auto typo = stage(R"("network": "ib-20g")");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find(
+                "c.json: $.stages[0].network: unknown link 'ib-20g' (did you mean 'ib-200g'?)"),
+            std::string::npos)
+      << typo.status().message();
+  auto nvlink = stage(R"("nvlink": "nvlink9")");
+  ASSERT_FALSE(nvlink.ok());
+  EXPECT_NE(nvlink.status().message().find("$.stages[0].nvlink: unknown link 'nvlink9'"),
+            std::string::npos)
+      << nvlink.status().message();
+  auto network_as_nvlink = stage(R"("nvlink": "ib-400g")");
+  ASSERT_FALSE(network_as_nvlink.ok());
+  auto negative = stage(R"("network": -25)");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("$.stages[0].network: must be a number > 0"),
+            std::string::npos)
+      << negative.status().message();
+  EXPECT_FALSE(stage(R"("network": 0)").ok());
+  auto nan = stage(R"("network": "NaN")");
+  ASSERT_FALSE(nan.ok());
+  EXPECT_NE(nan.status().message().find("unknown link 'NaN'"), std::string::npos);
+  auto list = stage(R"("network": ["ib-200g"])");
+  ASSERT_FALSE(list.ok());
+  EXPECT_NE(list.status().message().find("$.stages[0].network: must be a link name"),
+            std::string::npos)
+      << list.status().message();
+  auto top = ParseClusterSpec(R"({"network": "infiniband", "stages": []})", "c.json");
+  ASSERT_FALSE(top.ok());
+  EXPECT_NE(top.status().message().find("$.network: unknown link"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hetrun::plan

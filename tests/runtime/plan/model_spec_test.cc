@@ -98,5 +98,36 @@ TEST(ModelSpecTest, LoadsTheSeedExample) {
   EXPECT_EQ(model->layers.size(), 64u);  // embedding + 62 blocks + head = the seed's 48 + 16
 }
 
+TEST(ModelSpecTest, ActivationBytesNeedTheCostUnit) {
+  auto model = ParseModelSpec(
+      R"({"micro_batches": 4, "cost_unit_ms": 160, "layers": [
+           {"name": "embedding", "cost": 0.6, "bytes": 1, "activation_bytes": "64MiB"},
+           {"name": "block", "repeat": 2, "cost": 1.0, "bytes": 1, "activation_bytes": 5e6},
+           {"name": "head", "cost": 1.4, "bytes": 1}]})",
+      "model.json");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ(model->cost_unit_ms, 160.0);
+  EXPECT_EQ(model->layers[0].activation_bytes, 64.0 * (1 << 20));
+  EXPECT_EQ(model->layers[2].activation_bytes, 5e6);
+  EXPECT_EQ(model->layers[3].activation_bytes, 0.0);
+  EXPECT_TRUE(model->HasActivationBytes());
+
+  Status missing = ParseError(R"({"micro_batches": 4, "layers": [
+      {"name": "a", "cost": 1, "bytes": 1, "activation_bytes": 1e6}]})");
+  EXPECT_NE(missing.message().find("model.json: $.cost_unit_ms: missing: $.layers[0]."
+                                   "activation_bytes needs it"),
+            std::string::npos)
+      << missing.message();
+  Status negative = ParseError(R"({"micro_batches": 4, "cost_unit_ms": 1, "layers": [
+      {"name": "a", "cost": 1, "bytes": 1, "activation_bytes": -1}]})");
+  EXPECT_NE(negative.message().find("$.layers[0].activation_bytes: must be a number >= 0"),
+            std::string::npos)
+      << negative.message();
+  Status unit = ParseError(R"({"micro_batches": 4, "cost_unit_ms": 0, "layers": [
+      {"name": "a", "cost": 1, "bytes": 1}]})");
+  EXPECT_NE(unit.message().find("$.cost_unit_ms: must be a number > 0"), std::string::npos)
+      << unit.message();
+}
+
 }  // namespace
 }  // namespace hetrun::plan

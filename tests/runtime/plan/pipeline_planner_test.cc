@@ -222,6 +222,139 @@ TEST(PipelinePlannerTest, MatchesBruteForceOnRandomSmallCases) {
   EXPECT_GT(feasible, 200);
 }
 
+// Links: every stage's pod on `network`; a layer hands on `activation` bytes per sample.
+ClusterSpec LinkedCluster(std::vector<double> speeds, std::vector<double> gb_per_s) {
+  ClusterSpec cluster;
+  for (size_t s = 0; s < speeds.size(); ++s) {
+    cluster.stages.push_back({"w", static_cast<int64_t>(s), "ampere", speeds[s], 1e12});
+    cluster.stages.back().network = LinkFromNumber(gb_per_s[s]);
+  }
+  return cluster;
+}
+
+TEST(PipelinePlannerTest, NeverCutsAfterALayerWhoseActivationsDominate) {
+  // 8 equal layers over 2 equal stages: without links the cut is after layer 3. Layer 3 hands on
+  // 1 GB per sample (40 ms at 25 GB/s = 4 cost units at 10 ms each): the plan cuts elsewhere.
+  ModelSpec model;
+  model.micro_batches = 8;
+  model.micro_batch_size = 1;
+  model.cost_unit_ms = 10;
+  for (int k = 0; k < 8; ++k) {
+    model.layers.push_back({"l" + std::to_string(k), 1.0, 1.0, k == 3 ? 1e9 : 1e6});
+  }
+  ClusterSpec cluster = LinkedCluster({1.0, 1.0}, {25.0, 25.0});
+  auto plan = PlanPipeline(model, cluster);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->best.boundaries.size(), 1u);
+  EXPECT_NE(plan->best.boundaries[0].after_layer, 3);
+  EXPECT_EQ(Counts(plan->best), (std::vector<int64_t>{5, 3}));  // 5 + 0.004 vs 3 + 0.004
+  // The even split cuts after layer 3 and pays 4 units forward on stage 0 and back on stage 1.
+  EXPECT_EQ(plan->even.boundaries[0].after_layer, 3);
+  EXPECT_NEAR(plan->even.boundaries[0].forward_ms, 40.0, 1e-9);
+  EXPECT_NEAR(plan->even.stages[0].time, 4.0 + 4.0, 1e-9);
+  EXPECT_NEAR(plan->even.stages[1].time, 4.0 + 4.0, 1e-9);
+  EXPECT_LT(plan->best.max_stage_time, plan->even.max_stage_time);
+  for (int64_t cut = 1; cut < 8; ++cut) {  // every other cut is cheaper than one after layer 3
+    std::vector<int64_t> counts = {cut, 8 - cut};
+    auto split = EvaluateSplit(model, cluster, counts);
+    ASSERT_TRUE(split.ok());
+    EXPECT_GE(split->max_stage_time, plan->best.max_stage_time - 1e-12) << cut;
+  }
+}
+
+TEST(PipelinePlannerTest, BoundaryIsChargedAtTheSlowerPodsNetworkBothWays) {
+  ModelSpec model;
+  model.micro_batches = 4;
+  model.micro_batch_size = 4;
+  model.cost_unit_ms = 2;
+  for (int k = 0; k < 4; ++k) model.layers.push_back({"l" + std::to_string(k), 1.0, 1.0, 5e8});
+  ClusterSpec cluster = LinkedCluster({1.0, 1.0}, {50.0, 12.5});
+  cluster.stages[0].network->name = "ib-400g";
+  cluster.stages[1].network->name = "eth-100g";
+  std::vector<int64_t> counts = {2, 2};
+  auto split = EvaluateSplit(model, cluster, counts);
+  ASSERT_TRUE(split.ok());
+  const BoundaryFigures& b = split->boundaries.at(0);
+  EXPECT_EQ(b.link->name, "eth-100g");
+  EXPECT_EQ(b.bytes, 2e9);                 // 4 samples × 500 MB
+  EXPECT_NEAR(b.forward_ms, 160.0, 1e-9);  // 2 GB / 12.5 GB/s
+  EXPECT_NEAR(b.backward_ms, 160.0, 1e-9);
+  EXPECT_NEAR(b.forward_time, 80.0, 1e-9);  // 2 ms per cost unit
+  // Stage 0 sends the activations forward, stage 1 their gradients back.
+  EXPECT_NEAR(split->stages[0].time, 2.0 + 80.0, 1e-9);
+  EXPECT_NEAR(split->stages[1].time, 2.0 + 80.0, 1e-9);
+  EXPECT_NEAR(split->stages[0].transfer_time, 80.0, 1e-9);
+  // Replicas split the compute, not the pod's link.
+  cluster.stages[1].gpus = 2;
+  split = EvaluateSplit(model, cluster, counts);
+  ASSERT_TRUE(split.ok());
+  EXPECT_NEAR(split->stages[1].time, 1.0 + 80.0, 1e-9);
+}
+
+TEST(PipelinePlannerTest, BoundaryWithoutANetworkIsNotCharged) {
+  ModelSpec model;
+  model.micro_batches = 2;
+  model.cost_unit_ms = 1;
+  for (int k = 0; k < 4; ++k) model.layers.push_back({"l" + std::to_string(k), 1.0, 1.0, 1e9});
+  ClusterSpec cluster;
+  for (int s = 0; s < 2; ++s) cluster.stages.push_back({"w", s, "ampere", 1.0, 1e12});
+  std::vector<int64_t> counts = {2, 2};
+  auto split = EvaluateSplit(model, cluster, counts);
+  ASSERT_TRUE(split.ok());
+  EXPECT_FALSE(split->boundaries.at(0).link.has_value());
+  EXPECT_EQ(split->stages[0].time, 2.0);
+  // One side's network is the boundary's link.
+  cluster.stages[1].network = LinkByName(NetworkLinkTable(), "eth-25g");
+  split = EvaluateSplit(model, cluster, counts);
+  ASSERT_TRUE(split.ok());
+  EXPECT_EQ(split->boundaries.at(0).link->name, "eth-25g");
+  EXPECT_NEAR(split->stages[0].time, 2.0 + 320.0, 1e-9);  // 1 GB at 3.125 GB/s
+}
+
+TEST(PipelinePlannerTest, MatchesBruteForceWithLinkCosts) {
+  std::mt19937_64 random(20261130);
+  int feasible = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    ModelSpec model;
+    model.micro_batches = std::uniform_int_distribution<int>(1, 16)(random);
+    model.micro_batch_size = std::uniform_int_distribution<int>(1, 3)(random);
+    model.cost_unit_ms = std::uniform_real_distribution<double>(0.5, 4.0)(random);
+    int layers = std::uniform_int_distribution<int>(1, 10)(random);
+    for (int k = 0; k < layers; ++k) {
+      model.layers.push_back({"l" + std::to_string(k),
+                              static_cast<double>(std::uniform_int_distribution<int>(0, 6)(random)),
+                              static_cast<double>(std::uniform_int_distribution<int>(0, 5)(random)),
+                              1e8 * std::uniform_int_distribution<int>(0, 8)(random)});
+    }
+    ClusterSpec cluster;
+    int stages = std::uniform_int_distribution<int>(1, std::min(layers, 5))(random);
+    const double speeds[] = {1.0, 3.17, 2.0, 0.5};
+    const char* networks[] = {"eth-25g", "ib-200g", "ib-400g", "roce-100g", ""};
+    for (int s = 0; s < stages; ++s) {
+      cluster.stages.push_back(
+          {"w", s, "ampere", speeds[random() % 4],
+           static_cast<double>(std::uniform_int_distribution<int>(3, 20)(random)),
+           std::uniform_int_distribution<int>(1, 3)(random)});
+      std::string network = networks[random() % 5];
+      if (!network.empty()) cluster.stages.back().network = LinkByName(NetworkLinkTable(), network);
+    }
+    Brute brute = BruteForce(model, cluster);
+    auto plan = PlanPipeline(model, cluster);
+    if (std::isinf(brute.best_max)) {
+      EXPECT_FALSE(plan.ok()) << "trial " << trial;
+      continue;
+    }
+    ++feasible;
+    ASSERT_TRUE(plan.ok()) << "trial " << trial << ": " << plan.status().ToString();
+    EXPECT_NEAR(plan->best.max_stage_time, brute.best_max, 1e-9 * (1 + brute.best_max))
+        << "trial " << trial;
+    EXPECT_NEAR(plan->best.sum_stage_time, brute.best_sum, 1e-9 * (1 + brute.best_sum))
+        << "trial " << trial;
+    EXPECT_EQ(plan->best.boundaries.size(), static_cast<size_t>(stages - 1));
+  }
+  EXPECT_GT(feasible, 200);
+}
+
 TEST(PipelinePlannerTest, JsonHasTheContractKeys) {
   ModelSpec model = SeedModel();
   auto plan = PlanPipeline(model, SeedCluster());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hetrun/base/status.h"
+#include "hetrun/plan/links.h"
 
 namespace hetrun::plan {
 
@@ -21,6 +22,8 @@ struct StageSlot {
   double speed = 0;        ///< relative compute speed of the family (> 0)
   double memory_bytes = 0;  ///< most bytes of layers the stage may hold (> 0)
   int64_t gpus = 1;  ///< replicas of the stage (data-parallel ranks): `gpus`, else gpus_per_pod
+  std::optional<Link> network{};  ///< the pod's inter-node link (stage boundaries, job collectives)
+  std::optional<Link> nvlink{};   ///< GPU-to-GPU link inside the pod (the stage's replicas)
 };
 
 struct ClusterSpec {
@@ -51,8 +54,12 @@ inline constexpr int64_t kMaxStages = 256;
 /// Parses the cluster JSON:
 ///   {"family_speed": {"ampere": 1.0, "hopper": 3.17}, "label_key": "nvidia.com/gpu.family",
 ///    "stages": [{"task": "heavy-stage-workers", "family": "hopper", "count": 4,
-///                "memory_bytes": 8.0e10, "gpus": 4}, ...]}
+///                "memory_bytes": 8.0e10, "gpus": 4, "network": "ib-400g", "nvlink": "nvlink4"},
+///               ...]}
 /// `gpus` (optional): the replicas of each stage of the entry; default gpus_per_pod (at least 1).
+/// `network` / `nvlink` (optional, per entry or top-level as the default of every entry): a name
+/// of NetworkLinkTable() / NvlinkTable() or a number of GB/s per direction (> 0); an unknown
+/// name is an error suggesting the nearest known one.
 /// memory_bytes (and memory_ceiling_bytes) take a number or a size string ("80GiB").
 /// Errors are kInvalidArgument and name `source` and the JSON path ("$.stages[2].family").
 Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_view source);

@@ -1,8 +1,8 @@
-#include "commands/nearest_name.h"
+#include "hetrun/base/nearest_name.h"
 
 #include <algorithm>
 
-namespace hetrun::launcher {
+namespace hetrun {
 
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -33,4 +33,4 @@ std::string NearestName(std::string_view name, const std::vector<std::string>& k
   return best;
 }
 
-}  // namespace hetrun::launcher
+}  // namespace hetrun

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace hetrun::launcher {
+namespace hetrun {
 
 /// Levenshtein distance between `a` and `b` (insertions, deletions, substitutions).
 size_t EditDistance(std::string_view a, std::string_view b);
@@ -15,4 +15,4 @@ size_t EditDistance(std::string_view a, std::string_view b);
 std::string NearestName(std::string_view name, const std::vector<std::string>& known,
                         size_t max_distance);
 
-}  // namespace hetrun::launcher
+}  // namespace hetrun
