@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +34,7 @@
 #include "preflight/stage_env.h"
 #include "preflight/topology_inputs.h"
 #include "supervise/cpu_binding.h"
+#include "supervise/measurement_gathering.h"
 #include "supervise/run_folder.h"
 #include "supervise/supervisor.h"
 #include "supervise/termination_log.h"
@@ -97,6 +99,11 @@ cxxopts::Options RunOptions() {
       "signals-to-handle", "TORCHELASTIC_SIGNALS_TO_HANDLE for the workers",
       cxxopts::value<std::string>()->default_value("SIGTERM,SIGINT,SIGHUP,SIGQUIT"))(
       "dry-run", "print each local worker's command and environment, start nothing")(
+      "measurements-out",
+      "copy the pipeline's merged measurements.json (README \"measurements.json\") to FILE at "
+      "the end of the run: node 0 writes every node's, another node its own "
+      "(HETRUN_MEASUREMENTS_OUT, default none)",
+      cxxopts::value<std::string>())(
       "metrics-port",
       "serve Prometheus metrics on http://HOST:PORT/metrics while the workers run ([HOST:]PORT, "
       "default host 0.0.0.0, port 0 = any free one) (HETRUN_METRICS_PORT, default off)",
@@ -192,7 +199,26 @@ struct RunPlan {
   std::optional<pipeline::JobLayout> layout;  ///< --plan: the pipeline's layout
   std::string role;
   std::string signals_to_handle;
+  std::string measurements_out;  ///< --measurements-out: where the merged measurements go
 };
+
+/// --measurements-out FILE: a file path whose folder exists (checked before the run, not at its
+/// end).
+Result<std::string> ParseMeasurementsOut(std::string_view text) {
+  const std::string path(text);
+  if (path.empty() || path.back() == '/') return InvalidArgumentError("must name a file");
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return InvalidArgumentError("its folder " + dir + " is not a directory");
+  }
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    return InvalidArgumentError("is a directory");
+  }
+  return path;
+}
 
 /// --tee, --redirects and --local-ranks-filter (torchrun's meanings).
 Status ReadStreamOptions(const cxxopts::ParseResult& parsed, const Environment& env,
@@ -292,15 +318,37 @@ Status ReadPipelinePlan(const cxxopts::ParseResult& parsed, RunPlan& plan) {
   return Status::Ok();
 }
 
-/// Writes the layout file into the run folder; its path goes to the workers in HETRUN_PLAN.
+/// Writes the layout file into the run folder (atomically: after a live move the trainers
+/// rewrite it the same way); its path goes to the workers in HETRUN_PLAN.
 Result<std::string> WriteLayoutFile(const pipeline::JobLayout& layout, const std::string& dir) {
   const std::string path = dir + "/layout.json";
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) return ErrnoError("open", path, errno);
-  out << pipeline::JobLayoutJson(layout);
-  out.close();
-  if (!out) return ErrnoError("write", path, errno);
+  HETRUN_RETURN_IF_ERROR(pipeline::WriteJobLayoutFile(layout, path));
   return path;
+}
+
+/// The end of a run's measurements (supervise/measurement_gathering.h): the local rank files
+/// merged; node r > 0 leaves its part for node 0 before FinishRendezvous. Never fails the run.
+std::optional<pipeline::Measurements> LeaveMeasurements(JobRendezvous* rendezvous,
+                                                        const std::string& run_dir) {
+  std::optional<pipeline::Measurements> local = MergeRankFiles(run_dir);
+  if (!rendezvous || !local) return local;
+  if (std::optional<std::string> text = MeasurementsWithin(*local, JobRendezvous::kMaxLeftBytes)) {
+    if (Status left = rendezvous->Leave("measurements", *text); !left.ok()) {
+      spdlog::warn("measurements not sent to node 0: {}", left.message());
+    }
+  } else {
+    spdlog::warn("measurements not sent to node 0: over {} bytes", JobRendezvous::kMaxLeftBytes);
+  }
+  return local;
+}
+
+/// After FinishRendezvous: node 0 merges every node's part; every node writes what it has.
+void SaveRunMeasurements(JobRendezvous* rendezvous, const RunPlan& plan,
+                         std::optional<pipeline::Measurements> local) {
+  if (rendezvous && plan.topology.node_rank.value == 0 && plan.topology.nnodes.value > 1) {
+    local = MergeNodeParts(local, rendezvous->CollectLeft("measurements"));
+  }
+  if (local) SaveMeasurements(*local, plan.supervision.run_dir, plan.measurements_out);
 }
 
 /// Across nodes: the layout assembled from every launcher's stage entry (exchanged at the
@@ -350,6 +398,10 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
   plan.run_id = parsed["run-id"].as<std::string>();
   plan.role = parsed["role"].as<std::string>();
   plan.signals_to_handle = parsed["signals-to-handle"].as<std::string>();
+  HETRUN_ASSIGN_OR_RETURN(
+      plan.measurements_out,
+      Setting<std::string>(parsed, "measurements-out", env, "HETRUN_MEASUREMENTS_OUT", "",
+                           ParseMeasurementsOut));
   plan.preflight.job_id = plan.run_id;
   // Local settings are checked before the preflight, which may join the other nodes.
   HETRUN_ASSIGN_OR_RETURN(plan.worker_cpus, WorkerCpus(cpu_bind, topology, plan.local_workers));
@@ -679,11 +731,14 @@ Result<int> commands::Run(const CommandContext& context) {
   }
   Result<SupervisorOutcome> supervised =
       Supervise(plan.supervision, WorkerSpecs(plan, preflight, context.env));
+  std::optional<pipeline::Measurements> measured =
+      LeaveMeasurements(rendezvous, run_folder->path());
+  std::optional<int> code;
   if (rendezvous) {
-    HETRUN_ASSIGN_OR_RETURN(std::optional<int> code,
-                            FinishRendezvous(*rendezvous, supervised, context.env));
-    if (code) return *code;
+    HETRUN_ASSIGN_OR_RETURN(code, FinishRendezvous(*rendezvous, supervised, context.env));
   }
+  SaveRunMeasurements(rendezvous, plan, std::move(measured));
+  if (code) return *code;
   return ReportOutcome(std::move(supervised), context.env);
 }
 

@@ -522,6 +522,32 @@ void JobRendezvous::HeartbeatLoop(std::unique_ptr<Store> store) {
                 options_.node_rank, options_.nnodes);
 }
 
+Status JobRendezvous::Leave(const std::string& name, const std::string& value) {
+  if (options_.node_rank == 0 || options_.nnodes < 2) return Status::Ok();
+  if (value.size() > kMaxLeftBytes) {
+    return InvalidArgumentError("end-of-run record '" + name + "' of " +
+                                std::to_string(value.size()) + " bytes is over the store's " +
+                                std::to_string(kMaxLeftBytes) + "-byte limit");
+  }
+  return Put(*store_, Key("end/" + name + "/" + std::to_string(options_.node_rank)), value);
+}
+
+std::vector<std::optional<std::string>> JobRendezvous::CollectLeft(const std::string& name) {
+  std::vector<std::optional<std::string>> values;
+  if (options_.node_rank != 0) return values;
+  for (int r = 1; r < options_.nnodes; ++r) {
+    Result<std::optional<std::string>> value =
+        Fetch(*store_, Key("end/" + name + "/" + std::to_string(r)));
+    if (!value.ok()) {
+      spdlog::warn("end-of-run record '{}' of node {}: {}", name, r, value.status().message());
+      values.emplace_back();
+      continue;
+    }
+    values.push_back(std::move(*value));
+  }
+  return values;
+}
+
 void JobRendezvous::Finish(int exit_code) {
   exit_code_ = exit_code;
   auto interrupted = [&] { return options_.interrupted && options_.interrupted() != 0; };

@@ -13,6 +13,8 @@
 //                     <ok | the first failure it saw>"
 //   restart/<K>       a job-wide restart to attempt K was asked for (first asker's reason)
 //   restart/<K>/arrived, restart/<K>/go   the barrier every node passes before attempt K
+//   end/<name>/<r>    node r > 0's end-of-run record (Leave; the pipeline's measurements), set
+//                     once before its final exit code; node 0 reads them after Finish
 // Liveness is linear in the node count: every node writes one beat and reads one record per
 // interval; only node 0 reads the beats. Waits use the store's blocking wait in slices.
 // Every call has a deadline (DeadlineStore): a frozen node 0 is noticed within --peer-timeout.
@@ -108,6 +110,15 @@ class JobRendezvous {
   /// the workers use the same store prefix (TORCHELASTIC_RESTART_COUNT). kDeadlineExceeded
   /// after the rendezvous timeout; kUnavailable on a peer failure or a pending shutdown signal.
   Status BeginAttempt(int attempt);
+
+  /// End of run, before Finish: node r > 0 leaves `value` (sealed like every record, at most
+  /// RecordAuth::kMaxRecordBytes: larger is kInvalidArgument) under end/<name>/<r>, so node 0
+  /// finds it once Finish has seen this node's exit code. Node 0 keeps nothing: no-op.
+  Status Leave(const std::string& name, const std::string& value);
+  static constexpr size_t kMaxLeftBytes = RecordAuth::kMaxRecordBytes - 4096;
+  /// Node 0, after Finish: what every other node left under `name` (index r - 1 for node r),
+  /// nullopt for a node that left nothing, was lost, or whose record fails authentication.
+  std::vector<std::optional<std::string>> CollectLeft(const std::string& name);
 
   /// Publishes this node's exit code. Node 0 hosts the store, so it then waits until every other
   /// node that joined has published its own or is lost (no beat change for peer_timeout since

@@ -20,6 +20,9 @@
 //                        grandchild; the grandchild appends "ready" to FILE, then on SIGTERM
 //                        appends "15" and exits; the child sleeps (SIGTERM kills it, and only
 //                        then is the grandchild re-parented to hetrun)
+//   measure WINDOWS      a pipeline rank's MeasurementLog (layout from HETRUN_PLAN): WINDOWS
+//                        windows of forward 1 + RANK ms, backward twice that; then "measured"
+//   badmeasure           write a corrupt measurements file for this rank (not JSON)
 //   fds                  print "fds" and every open descriptor number
 //   signals              print "ignored" and every ignored signal number, then "blocked" and
 //                        every blocked one
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,8 +42,10 @@
 #include <string>
 #include <vector>
 
+#include "hetrun/base/atomic_file.h"
 #include "hetrun/base/env.h"
 #include "hetrun/job/heartbeat.h"
+#include "hetrun/pipeline/measurements.h"
 #include "hetrun/tuner/window_loop.h"
 
 namespace {
@@ -190,6 +196,39 @@ bool Tune(int windows, long ms) {
   return true;
 }
 
+bool Measure(int rank, int windows) {
+  hetrun::Environment env = hetrun::Environment::FromProcess();
+  std::optional<std::string> plan = env.Get("HETRUN_PLAN");
+  auto layout = hetrun::pipeline::LoadJobLayout(plan ? *plan : "");
+  if (!layout.ok()) {
+    fprintf(stderr, "worker_helper: %s\n", layout.status().ToString().c_str());
+    return false;
+  }
+  auto log = hetrun::pipeline::MeasurementLog::FromEnvironment(env, *layout, rank);
+  if (!log.ok()) return false;
+  const hetrun::pipeline::StageLayout& stage =
+      layout->stages[static_cast<size_t>(layout->StageOf(rank))];
+  for (int w = 0; w < windows; ++w) {
+    double forward = 1.0 + rank;
+    hetrun::Status appended = log->Append({w,
+                                           layout->revision,
+                                           stage.first_layer,
+                                           stage.layers,
+                                           4,
+                                           layout->micro_batches,
+                                           forward,
+                                           2 * forward,
+                                           {}});
+    if (!appended.ok()) {
+      fprintf(stderr, "worker_helper: %s\n", appended.ToString().c_str());
+      return false;
+    }
+  }
+  printf("measured %s\n", log->path().c_str());
+  fflush(stdout);
+  return true;
+}
+
 int main(int argc, char** argv) {
   const char* rank_text = getenv("RANK");  // NOLINT: a test program, not hetrun
   int rank = rank_text ? atoi(rank_text) : -1;
@@ -304,6 +343,15 @@ int main(int argc, char** argv) {
       const char* file = arg(0);
       i += 1;
       if (mine) GrandOrphan(file);
+    } else if (step == "measure") {
+      int windows = atoi(arg(0));
+      i += 1;
+      if (mine && !Measure(rank, windows)) _exit(95);
+    } else if (step == "badmeasure") {
+      std::optional<std::string> dir = hetrun::Environment::FromProcess().Get("HETRUN_RUN_DIR");
+      std::string path = hetrun::pipeline::RankMeasurementsPath(dir ? *dir : ".", rank);
+      mkdir(path.substr(0, path.rfind('/')).c_str(), 0700);
+      if (mine && !hetrun::WriteFileAtomically(path, "{not json", "test").ok()) _exit(96);
     } else if (step == "fds") {
       if (mine) PrintFds();
     } else if (step == "signals") {
