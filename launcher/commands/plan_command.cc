@@ -1,7 +1,8 @@
 // `hetrun plan --cluster FILE --model FILE [--json] [--compare-split N,N,...]
-//              [--emit volcano [--strict-homogeneous] [--output FILE]]`:
+//              [--emit volcano [--strict-homogeneous] | --emit megatron] [--output FILE]]`:
 // the layer split of a pipeline over mixed GPU stages that minimises the slowest stage, its 1F1B
-// figures next to an even split (and a hand split), and the matching Volcano Job.
+// figures next to an even split (and a hand split), and the matching Volcano Job or Megatron-LM
+// pipeline arguments.
 #include <cerrno>
 #include <cxxopts.hpp>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "commands/command.h"
 #include "hetrun/base/exit_code.h"
 #include "hetrun/plan/cluster_spec.h"
+#include "hetrun/plan/megatron_layout.h"
 #include "hetrun/plan/model_spec.h"
 #include "hetrun/plan/pipeline_planner.h"
 #include "hetrun/plan/volcano_job.h"
@@ -71,7 +73,9 @@ void AddPlanOptions(cxxopts::Options& options) {
       "model", "model JSON: layers with cost and bytes", cxxopts::value<std::string>())(
       "json", "print the plan as JSON")(
       "compare-split", "also evaluate this split: layers per stage, e.g. 8,12,12,12,12,8",
-      cxxopts::value<std::string>())("emit", "print a manifest instead of the plan: volcano",
+      cxxopts::value<std::string>())("emit",
+                                     "print instead of the plan: volcano (a Volcano Job) or "
+                                     "megatron (Megatron-LM's pipeline arguments)",
                                      cxxopts::value<std::string>())(
       "strict-homogeneous",
       "with --emit volcano: one gang task on one GPU family (data/tensor parallel)")(
@@ -92,18 +96,19 @@ Status CheckPlanFlags(const cxxopts::ParseResult& parsed) {
   }
   if (!parsed.count("cluster")) return UsageError("hetrun plan needs --cluster FILE");
   std::string emit = parsed.count("emit") ? parsed["emit"].as<std::string>() : "";
-  if (!emit.empty() && emit != "volcano") {
-    return UsageError("--emit '" + emit + "': the only manifest is 'volcano'");
+  if (!emit.empty() && emit != "volcano" && emit != "megatron") {
+    return UsageError("--emit '" + emit + "': one of volcano, megatron");
   }
   bool homogeneous = parsed.count("strict-homogeneous") > 0;
-  if (homogeneous && emit.empty()) {
+  if (homogeneous && emit != "volcano") {
     return UsageError("--strict-homogeneous goes with --emit volcano");
   }
   if (parsed.count("family") && !homogeneous) {
     return UsageError("--family goes with --strict-homogeneous");
   }
   if (!emit.empty() && (parsed.count("json") || parsed.count("compare-split"))) {
-    return UsageError("--emit prints a manifest; --json and --compare-split describe a plan");
+    return UsageError(
+        "--emit prints a job or arguments; --json and --compare-split describe a plan");
   }
   return Status::Ok();
 }
@@ -118,7 +123,8 @@ Result<std::string> HomogeneousOutput(const cxxopts::ParseResult& parsed,
   return plan::HomogeneousJobYaml(cluster, family);
 }
 
-// The pipeline plan of --model over the cluster: text, JSON (--json) or its Volcano Job (--emit).
+// The pipeline plan of --model over the cluster: text, JSON (--json), its Volcano Job or its
+// Megatron-LM arguments (--emit).
 Result<std::string> PipelineOutput(const cxxopts::ParseResult& parsed,
                                    const plan::ClusterSpec& cluster) {
   if (!parsed.count("model")) return UsageError("hetrun plan needs --model FILE");
@@ -135,9 +141,13 @@ Result<std::string> PipelineOutput(const cxxopts::ParseResult& parsed,
   if (compare) compare_span = std::span<const int64_t>(*compare);
   HETRUN_ASSIGN_OR_RETURN(plan::PipelinePlan result,
                           plan::PlanPipeline(model, cluster, compare_span));
-  if (parsed.count("emit") && !parsed["emit"].as<std::string>().empty()) {
-    return plan::PipelineJobYaml(result, cluster);
+  std::string emit = parsed.count("emit") ? parsed["emit"].as<std::string>() : "";
+  if (emit == "megatron") {
+    HETRUN_ASSIGN_OR_RETURN(plan::MegatronLayout layout,
+                            plan::MegatronLayoutFor(result.best, model));
+    return plan::MegatronArgumentsText(layout, result.best, model);
   }
+  if (!emit.empty()) return plan::PipelineJobYaml(result, cluster);
   return parsed.count("json") ? plan::PlanJson(result, model) : plan::PlanText(result, model);
 }
 

@@ -157,5 +157,49 @@ TEST(PlanCliTest, UnknownLinkExits78SuggestingTheNearestName) {
   EXPECT_NE(r.err.find("$.stages[0].nvlink: must be a number > 0"), std::string::npos) << r.err;
 }
 
+TEST(PlanCliTest, EmitMegatronPrintsThePipelineArguments) {
+  ProcessResult r =
+      Hetrun({"plan", "--cluster", kCluster, "--model", kModel, "--emit", "megatron"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--pipeline-model-parallel-size 6 --num-layers 62 "
+                       "--pipeline-model-parallel-layout 'Et*3|(t*14|)*4t*3L'\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# Grammar: Megatron-Core 0.15.0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Data-parallel size 8 on every stage"), std::string::npos) << r.out;
+  // Every line is a comment or the arguments: `grep -v '^#'` leaves what Megatron takes.
+  size_t arguments = 0;
+  for (size_t at = 0; at < r.out.size();) {
+    size_t end = r.out.find('\n', at);
+    std::string line = r.out.substr(at, end - at);
+    if (line[0] != '#') ++arguments;
+    at = end + 1;
+  }
+  EXPECT_EQ(arguments, 1u);
+}
+
+TEST(PlanCliTest, EmitMegatronRefusesUnevenReplicasWith78) {
+  testing::TempDir dir;
+  std::string cluster = dir.WriteFile("cluster.json", R"({"stages": [
+      {"task": "light", "family": "ampere", "memory_bytes": 8e10, "gpus": 8},
+      {"task": "heavy", "family": "hopper", "memory_bytes": 8e10, "gpus": 4, "count": 2}]})");
+  ProcessResult r = Hetrun({"plan", "--cluster", cluster, "--model", kModel, "--emit", "megatron"});
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find("Megatron-LM needs the same data-parallel size on every pipeline stage, "
+                       "but this plan has 4 replicas on stages 1 ('heavy'), 2 ('heavy'); 8 "
+                       "replicas on stage 0 ('light')"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(
+      Hetrun({"plan", "--cluster", kCluster, "--model", kModel, "--emit", "megatron", "--json"})
+          .exit_code,
+      64);
+  EXPECT_EQ(Hetrun({"plan", "--cluster", kCluster, "--model", kModel, "--emit", "megatron",
+                    "--strict-homogeneous"})
+                .exit_code,
+            64);
+}
+
 }  // namespace
 }  // namespace hetrun

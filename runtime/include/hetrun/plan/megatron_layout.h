@@ -1,0 +1,50 @@
+// A plan's split as Megatron-LM's pipeline arguments (`hetrun plan --emit megatron`; README
+// "hetrun plan"): --pipeline-model-parallel-size, --num-layers and
+// --pipeline-model-parallel-layout in the grammar of Megatron-Core 0.15.0
+// (megatron/core/transformer/pipeline_parallel_layer_layout.py): stages split by '|', one
+// symbol per layer (E embedding, t transformer layer, L output layer and loss), "x*N" repeats a
+// symbol and "(...)*N" a group, commas are cosmetic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hetrun/base/status.h"
+#include "hetrun/plan/model_spec.h"
+#include "hetrun/plan/pipeline_planner.h"
+
+namespace hetrun::plan {
+
+/// The Megatron-Core release whose layout grammar MegatronLayoutFor follows.
+inline constexpr const char* kMegatronGrammarVersion = "Megatron-Core 0.15.0";
+
+struct MegatronLayout {
+  int64_t pipeline_size = 0;          ///< --pipeline-model-parallel-size: the plan's stages
+  int64_t num_layers = 0;             ///< --num-layers: the transformer layers (t) only
+  int64_t data_parallel_size = 0;     ///< every stage's replicas (the same on every stage)
+  std::vector<std::string> stages;    ///< per stage, one symbol per layer: "Ettt", "tttL"
+  std::string layout;                 ///< compressed: "Et*3|(t*14|)*4t*3L"
+  bool embedding_from_model = false;  ///< E is model layer 0, else a marker Megatron adds
+  bool head_from_model = false;       ///< L is the model's last layer, else a marker
+  /// --decoder-first/last-pipeline-num-layers when they express the same split (the middle
+  /// stages hold equal counts; the embedding and the output layer are not counted).
+  std::optional<std::pair<int64_t, int64_t>> first_last;
+};
+
+/// Maps the model's layers to Megatron symbols — layer 0 named embedding/embeddings/embed is E,
+/// the last layer named head/lm_head/output/output_layer/loss is L, every other layer is t — and
+/// writes the split in the layout grammar. A model without those end layers gets E on the first
+/// stage and L on the last as markers (Megatron always builds both there). kInvalidArgument
+/// when stages have different replica counts (naming the stages and counts), when an
+/// embedding- or head-named layer is not at its end of the model, or for an "mtp" layer
+/// (Megatron's MTP layers need --mtp-num-layers, which hetrun does not emit).
+Result<MegatronLayout> MegatronLayoutFor(const SplitFigures& split, const ModelSpec& model);
+
+/// The arguments with comments naming the grammar, the mapping and the data-parallel size:
+/// `hetrun plan --emit megatron`'s output.
+std::string MegatronArgumentsText(const MegatronLayout& layout, const SplitFigures& split,
+                                  const ModelSpec& model);
+
+}  // namespace hetrun::plan

@@ -1,0 +1,197 @@
+#include "hetrun/plan/megatron_layout.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <map>
+#include <string_view>
+
+namespace hetrun::plan {
+namespace {
+
+// A layer's name without the ".<k>" a repeated entry gets, lower-case.
+std::string BaseName(std::string_view name) {
+  size_t dot = name.rfind('.');
+  if (dot != std::string_view::npos && dot + 1 < name.size() &&
+      std::all_of(name.begin() + static_cast<std::ptrdiff_t>(dot) + 1, name.end(),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
+    name = name.substr(0, dot);
+  }
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
+bool IsOneOf(const std::string& name, std::initializer_list<std::string_view> names) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool IsEmbeddingName(const std::string& base) {
+  return IsOneOf(base, {"embedding", "embeddings", "embed"});
+}
+bool IsHeadName(const std::string& base) {
+  return IsOneOf(base, {"head", "lm_head", "output", "output_layer", "loss"});
+}
+
+// One symbol per model layer, or the error for a layer Megatron cannot place.
+Result<std::string> LayerSymbols(const ModelSpec& model) {
+  std::string symbols;
+  const size_t last = model.layers.size() - 1;
+  for (size_t k = 0; k < model.layers.size(); ++k) {
+    const std::string& name = model.layers[k].name;
+    std::string base = BaseName(name);
+    std::string where = "layer " + std::to_string(k) + " '" + name + "'";
+    if (base == "mtp") {
+      return InvalidArgumentError(where +
+                                  ": Megatron MTP layers need --mtp-num-layers, which --emit "
+                                  "megatron does not write; plan the model without them");
+    }
+    if (IsEmbeddingName(base) && k == 0 && model.layers.size() > 1) {
+      symbols += 'E';
+    } else if (IsHeadName(base) && k == last && k > 0) {
+      symbols += 'L';
+    } else if (IsEmbeddingName(base) || IsHeadName(base)) {
+      return InvalidArgumentError(
+          where + " is an " + (IsEmbeddingName(base) ? "embedding" : "output") +
+          " layer but not at its end of the model: Megatron-LM's layout has exactly one E, "
+          "first, and one L, last; rename it if it is a transformer layer");
+    } else {
+      symbols += 't';
+    }
+  }
+  return symbols;
+}
+
+// "8 replicas (stages 0, 5)" for every replica count of the split.
+Status CheckEqualReplicas(const SplitFigures& split) {
+  std::map<int64_t, std::vector<const StageFigures*>> by_replicas;
+  for (const StageFigures& stage : split.stages) by_replicas[stage.slot.gpus].push_back(&stage);
+  if (by_replicas.size() <= 1) return Status::Ok();
+  std::string counts;
+  for (const auto& [replicas, stages] : by_replicas) {
+    std::string list;
+    for (const StageFigures* stage : stages) {
+      list += (list.empty() ? "" : ", ") + std::to_string(stage->stage) + " ('" + stage->slot.task +
+              "')";
+    }
+    counts += (counts.empty() ? "" : "; ") + std::to_string(replicas) + " replica" +
+              (replicas == 1 ? "" : "s") + " on stage" + (stages.size() == 1 ? " " : "s ") + list;
+  }
+  return InvalidArgumentError(
+      "Megatron-LM needs the same data-parallel size on every pipeline stage, but this plan "
+      "has " +
+      counts + ": give every stage entry of the cluster file the same gpus");
+}
+
+// "Ettt" -> "Et*3": a symbol run of n > 1 as x*n.
+std::string Compress(const std::string& stage) {
+  std::string out;
+  for (size_t i = 0; i < stage.size();) {
+    size_t j = i;
+    while (j < stage.size() && stage[j] == stage[i]) ++j;
+    out += stage[i];
+    if (j - i > 1) out += "*" + std::to_string(j - i);
+    i = j;
+  }
+  return out;
+}
+
+// Stages joined by '|', runs of equal stages as (S|)*k.
+std::string LayoutString(const std::vector<std::string>& stages) {
+  std::string out;
+  for (size_t i = 0; i < stages.size();) {
+    size_t j = i;
+    while (j < stages.size() && stages[j] == stages[i]) ++j;
+    const std::string stage = Compress(stages[i]);
+    size_t run = j - i;
+    bool at_end = j == stages.size();
+    if (at_end && run >= 3) {
+      out += "(" + stage + "|)*" + std::to_string(run - 1) + stage;
+    } else if (!at_end && run >= 2) {
+      out += "(" + stage + "|)*" + std::to_string(run);
+    } else {
+      for (size_t k = 0; k < run; ++k) out += stage + (at_end && k + 1 == run ? "" : "|");
+    }
+    i = j;
+  }
+  return out;
+}
+
+std::optional<std::pair<int64_t, int64_t>> FirstLast(const std::vector<std::string>& stages) {
+  if (stages.size() < 2) return std::nullopt;
+  std::vector<int64_t> t;
+  for (const std::string& stage : stages) t.push_back(std::count(stage.begin(), stage.end(), 't'));
+  bool middle_equal = std::all_of(t.begin() + 1, t.end() - 1, [&](int64_t n) { return n == t[1]; });
+  bool positive = std::all_of(t.begin(), t.end(), [](int64_t n) { return n > 0; });
+  if (!middle_equal || !positive) return std::nullopt;
+  return std::make_pair(t.front(), t.back());
+}
+
+}  // namespace
+
+Result<MegatronLayout> MegatronLayoutFor(const SplitFigures& split, const ModelSpec& model) {
+  if (split.stages.empty() || model.layers.empty()) {
+    return InvalidArgumentError("an empty plan has no Megatron layout");
+  }
+  HETRUN_RETURN_IF_ERROR(CheckEqualReplicas(split));
+  HETRUN_ASSIGN_OR_RETURN(std::string symbols, LayerSymbols(model));
+  MegatronLayout layout;
+  layout.pipeline_size = static_cast<int64_t>(split.stages.size());
+  layout.num_layers = std::count(symbols.begin(), symbols.end(), 't');
+  layout.data_parallel_size = split.stages.front().slot.gpus;
+  layout.embedding_from_model = symbols.front() == 'E';
+  layout.head_from_model = symbols.back() == 'L';
+  for (const StageFigures& stage : split.stages) {
+    layout.stages.push_back(
+        symbols.substr(static_cast<size_t>(stage.first_layer), static_cast<size_t>(stage.layers)));
+  }
+  if (!layout.embedding_from_model) layout.stages.front().insert(0, "E");
+  if (!layout.head_from_model) layout.stages.back() += "L";
+  layout.layout = LayoutString(layout.stages);
+  layout.first_last = FirstLast(layout.stages);
+  return layout;
+}
+
+std::string MegatronArgumentsText(const MegatronLayout& layout, const SplitFigures& split,
+                                  const ModelSpec& model) {
+  const size_t layers = model.layers.size();
+  std::string out = "# Megatron-LM arguments for hetrun's plan " + split.CountsString() + " (" +
+                    std::to_string(layers) + " model layers, " +
+                    std::to_string(layout.pipeline_size) + " stages).\n";
+  out += std::string("# Grammar: ") + kMegatronGrammarVersion +
+         " --pipeline-model-parallel-layout (megatron/core/transformer/"
+         "pipeline_parallel_layer_layout.py):\n#   stages split by '|', E = embedding, t = "
+         "transformer layer, L = output layer and loss, x*N and (...)*N repeat.\n";
+  out += layout.embedding_from_model
+             ? "# E = model layer 0 '" + model.layers.front().name + "'"
+             : std::string("# E = Megatron's embedding on the first stage (not a model layer)");
+  out += layout.head_from_model
+             ? "; L = model layer " + std::to_string(layers - 1) + " '" + model.layers.back().name +
+                   "'"
+             : std::string(
+                   "; L = Megatron's output layer and loss on the last stage (not a "
+                   "model layer)");
+  out += "; t = the other " + std::to_string(layout.num_layers) +
+         " layers (--num-layers counts only these).\n";
+  out += "# Data-parallel size " + std::to_string(layout.data_parallel_size) +
+         " on every stage: world size " +
+         std::to_string(layout.data_parallel_size * layout.pipeline_size) +
+         " with tensor and context parallel size 1.\n";
+  if (layout.first_last) {
+    out +=
+        "# Older form of the same split (embedding and output layer not counted):\n#   "
+        "--decoder-first-pipeline-num-layers " +
+        std::to_string(layout.first_last->first) + " --decoder-last-pipeline-num-layers " +
+        std::to_string(layout.first_last->second) + "\n";
+  } else if (layout.pipeline_size > 1) {
+    out +=
+        "# The older --decoder-first/last-pipeline-num-layers cannot express this split (its "
+        "middle stages differ, or a stage holds no transformer layer).\n";
+  }
+  out += "--pipeline-model-parallel-size " + std::to_string(layout.pipeline_size) +
+         " --num-layers " + std::to_string(layout.num_layers) +
+         " --pipeline-model-parallel-layout '" + layout.layout + "'\n";
+  return out;
+}
+
+}  // namespace hetrun::plan
