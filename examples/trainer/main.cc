@@ -10,9 +10,15 @@
 //                  [--change-floor X] [--no-tune] [--bucket-mib N]
 //                  [--seq N] [--dim N] [--layers N] [--lr X] [--summary FILE]
 //                  [--reference] [--save-params DIR] [--double]
+//                  [--rebalance | --no-rebalance] [--rebalance-threshold X]
+//                  [--force-split STEP:N,N,...]...
 //
 // With HETRUN_PLAN set (`hetrun run --plan`), the trainer runs as its pipeline stage
-// (pipeline_mode.h); --reference trains the whole model in one process on the same data.
+// (pipeline_mode.h); --reference trains the whole model in one process on the same data. In a
+// pipeline, --rebalance (the default) moves layers between stages at window boundaries when the
+// measured stage times predict an iteration at least --rebalance-threshold (0.05) shorter;
+// --force-split STEP:N,N,... moves to that split after step STEP (0-based) whatever the
+// measurements say (deterministic tests; repeatable).
 //
 // Nothing but the step itself runs per step: the loss stays on the device until the window's
 // end, the tuner's one all-gather runs once per window, and rank 0 prints once per window.
@@ -57,7 +63,28 @@ struct Flags {
   bool reference = false;
   bool float64 = false;
   std::string save_params;
+  bool rebalance = true;
+  double rebalance_threshold = 0.05;
+  std::vector<ForcedSplit> forced_splits;
 };
+
+// "STEP:N,N,..." (every N >= 1).
+bool ParseForcedSplit(const std::string& text, std::vector<ForcedSplit>* out) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return false;
+  hetrun::Result<int64_t> step = hetrun::ParseIntInRange(text.substr(0, colon), 0, 1 << 30);
+  if (!step.ok()) return false;
+  ForcedSplit forced{*step, {}};
+  std::stringstream counts(text.substr(colon + 1));
+  for (std::string item; std::getline(counts, item, ',');) {
+    hetrun::Result<int64_t> n = hetrun::ParseIntInRange(item, 1, 1 << 20);
+    if (!n.ok()) return false;
+    forced.counts.push_back(*n);
+  }
+  if (forced.counts.empty()) return false;
+  out->push_back(std::move(forced));
+  return true;
+}
 
 bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
   for (int i = 1; i < argc; ++i) {
@@ -120,6 +147,14 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
       flags->reference = true;
     } else if (arg == "--double") {
       flags->float64 = true;
+    } else if (arg == "--rebalance") {
+      flags->rebalance = true;
+    } else if (arg == "--no-rebalance") {
+      flags->rebalance = false;
+    } else if (arg == "--rebalance-threshold") {
+      ok = fraction(&flags->rebalance_threshold);
+    } else if (arg == "--force-split" && i + 1 < argc) {
+      ok = ParseForcedSplit(argv[++i], &flags->forced_splits);
     } else {
       ok = false;
     }
@@ -342,9 +377,18 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);  // 1 intra-op thread per worker: many workers share few cores
   hetrun::Environment env = hetrun::Environment::FromProcess();
   if (flags.reference || env.Get("HETRUN_PLAN")) {
-    PipelineFlags pipeline{flags.steps, flags.batch,          flags.lr,
-                           flags.model, flags.summary,        flags.float64,
-                           flags.tune,  TuningOptions(flags), flags.save_params};
+    PipelineFlags pipeline{flags.steps,
+                           flags.batch,
+                           flags.lr,
+                           flags.model,
+                           flags.summary,
+                           flags.float64,
+                           flags.tune,
+                           TuningOptions(flags),
+                           flags.save_params,
+                           flags.rebalance,
+                           flags.rebalance_threshold,
+                           flags.forced_splits};
     return flags.reference ? RunReference(pipeline) : RunPipelineStage(pipeline, env);
   }
   auto runtime = hetrun::Runtime::FromEnv(env);

@@ -2,6 +2,8 @@
 
 #include <hetrun/exact_gradients.h>
 #include <hetrun/pipeline/job_layout.h>
+#include <hetrun/pipeline/measurements.h>
+#include <hetrun/pipeline/rebalance.h>
 #include <hetrun/pipeline_executor.h>
 #include <hetrun/runtime.h>
 
@@ -9,8 +11,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <span>
 #include <vector>
+
+#include "stage_run.h"
+#include "window_figures.h"
 
 namespace {
 
@@ -78,37 +84,6 @@ bool SaveLayers(TinyGpt& model, const std::string& dir, int64_t first, int64_t c
   return true;
 }
 
-// The stage's forward over its layer range [first, first + count).
-hetrun::PipelineStage MakeStage(TinyGpt model, const PipelineFlags& flags, int64_t first,
-                                int64_t count) {
-  hetrun::PipelineStage stage;
-  const int64_t head = flags.model.layers + 1;
-  for (int64_t layer = first; layer < first + count; ++layer) {
-    for (const torch::Tensor& p : model->LayerParameters(layer)) stage.parameters.push_back(p);
-  }
-  stage.forward = [model, flags, first, count, head](
-                      const torch::Tensor& input, int64_t step,
-                      const hetrun::pipeline::SampleRange& samples) mutable {
-    auto [tokens, targets] = SyntheticSamples(flags.model, step, samples.begin, samples.size());
-    torch::Tensor x = input;
-    for (int64_t layer = first; layer < first + count; ++layer) {
-      if (layer == 0) {
-        x = model->Embed(tokens);
-      } else if (layer == head) {
-        x = model->HeadLoss(x, targets);
-      } else {
-        x = model->Block(layer - 1, x);
-      }
-    }
-    return x;
-  };
-  stage.input_dtype = flags.float64 ? torch::kFloat64 : torch::kFloat32;
-  stage.input_shape = [flags](int64_t n) {
-    return std::vector<int64_t>{n, flags.model.seq, flags.model.dim};
-  };
-  return stage;
-}
-
 // Per stage, the slowest replica's compute ms per micro-batch (fwd + bwd), from every rank's
 // figure: one all-reduce (MAX) over the world, after training.
 std::vector<double> StageTimes(hetrun::Runtime& rt, const hetrun::pipeline::JobLayout& layout,
@@ -126,24 +101,6 @@ std::vector<double> StageTimes(hetrun::Runtime& rt, const hetrun::pipeline::JobL
     out.push_back(slowest);
   }
   return out;
-}
-
-// Every rank's new share (samples of the step, from its stage's tuner), gathered across the
-// world: the shares of every stage, which every rank needs to route (one all-gather per window).
-hetrun::Result<std::vector<std::vector<double>>> GatherShares(
-    hetrun::Runtime& rt, const hetrun::pipeline::JobLayout& layout, double mine) {
-  std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(&mine), sizeof(mine));
-  HETRUN_ASSIGN_OR_RETURN(std::vector<std::byte> all, rt.AllGatherBytes(rt.world(), bytes));
-  std::vector<std::vector<double>> shares;
-  for (const auto& stage : layout.stages) {
-    shares.emplace_back();
-    for (int r : stage.ranks) {
-      double value = 0;
-      std::memcpy(&value, all.data() + static_cast<size_t>(r) * sizeof(double), sizeof(double));
-      shares.back().push_back(value);
-    }
-  }
-  return shares;
 }
 
 // The stage's tuner: per-stage windows over the measured compute (forward + backward).
@@ -169,44 +126,228 @@ struct Totals {
   int64_t steps = 0;
 };
 
-void Report(hetrun::Runtime& rt, const hetrun::PipelineExecutor& exec, const PipelineFlags& flags,
-            const Totals& t, const std::vector<double>& losses,
-            const std::vector<std::vector<double>>& shares) {
-  const auto& layout = exec.layout();
+std::string JoinCounts(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string JoinMs(const std::vector<double>& v, const char* format = "%.2f") {
+  std::string s;
+  char buf[48];
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof(buf), format, v[i]);
+    s += (i ? "," : "") + std::string(buf);
+  }
+  return s;
+}
+
+// Live layer moves: the decision, the figures the summary reports, and where the layout lives.
+struct LiveMoves {
+  std::optional<hetrun::pipeline::Rebalancer> rebalancer;  // empty with --no-rebalance
+  std::vector<int64_t> split_first;
+  int64_t moves = 0, bytes = 0, windows = 0;
+  std::vector<double> pause_ms;
+  std::vector<std::string> window_stage_ms;  // per window: per stage fwd+bwd ms per micro-batch
+  std::vector<double> window_step_ms;
+  std::string layout_path;  // HETRUN_PLAN, rewritten after each move by local rank 0
+  std::optional<hetrun::pipeline::MeasurementLog> log;  // this rank's measurements file
+};
+
+hetrun::Result<LiveMoves> MakeLiveMoves(const PipelineFlags& flags,
+                                        const hetrun::pipeline::JobLayout& layout,
+                                        const std::string& path) {
+  LiveMoves live;
+  live.split_first = SplitOf(layout);
+  live.layout_path = path;
+  for (const ForcedSplit& forced : flags.forced_splits) {
+    HETRUN_RETURN_IF_ERROR(WithSplit(layout, forced.counts)
+                               .status()
+                               .WithContext("--force-split " + std::to_string(forced.step) + ":" +
+                                            JoinCounts(forced.counts)));
+  }
+  if (!flags.rebalance) return live;
+  hetrun::pipeline::RebalanceOptions options;
+  options.threshold = flags.rebalance_threshold;
+  HETRUN_ASSIGN_OR_RETURN(hetrun::pipeline::Rebalancer rebalancer,
+                          hetrun::pipeline::Rebalancer::Create(layout, options));
+  live.rebalancer.emplace(std::move(rebalancer));
+  return live;
+}
+
+// Moves to `counts` on every rank, rewrites the layout file (local rank 0 of each node) and
+// returns the log text of the move.
+hetrun::Result<std::string> Move(hetrun::Runtime& rt, TinyGpt model, const PipelineFlags& flags,
+                                 StageRun& run, LiveMoves& live,
+                                 const std::vector<int64_t>& counts) {
+  const std::vector<int64_t> before = SplitOf(run.layout);
+  HETRUN_ASSIGN_OR_RETURN(MoveFigures moved, MoveStage(rt, model, flags, run, counts));
+  if (rt.identity().local_rank == 0) {
+    HETRUN_RETURN_IF_ERROR(hetrun::pipeline::WriteJobLayoutFile(run.layout, live.layout_path));
+  }
+  ++live.moves;
+  live.bytes += moved.report.bytes;
+  live.pause_ms.push_back(moved.pause_ms);
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), " (%zu layer%s, %lld transfers, %.1f KiB), pause %.1f ms",
+                moved.report.layers.size(), moved.report.layers.size() == 1 ? "" : "s",
+                static_cast<long long>(moved.report.transfers),
+                static_cast<double>(moved.report.bytes) / 1024.0, moved.pause_ms);
+  return JoinCounts(before) + " -> " + JoinCounts(counts) + ", layers " +
+         JoinCounts(moved.report.layers) + buf + ", layout revision " +
+         std::to_string(run.layout.revision);
+}
+
+// A window boundary: the figures of every stage, the decision, maybe a move; rank 0 logs it.
+hetrun::Status EndWindow(hetrun::Runtime& rt, TinyGpt model, const PipelineFlags& flags,
+                         StageRun& run, LiveMoves& live, const WindowFigures& w) {
+  const std::string split = JoinCounts(SplitOf(run.layout));  // the window's, before a move
+  std::vector<double> stage_ms;
+  for (const auto& m : w.stages) stage_ms.push_back(m.forward_ms + m.backward_ms);
+  ++live.windows;
+  live.window_stage_ms.push_back(JoinMs(stage_ms));
+  live.window_step_ms.push_back(w.step_ms);
+  std::string verdict;
+  if (live.rebalancer) {
+    hetrun::pipeline::RebalanceDecision d = live.rebalancer->Decide(w.stages);
+    if (d.move) {
+      HETRUN_ASSIGN_OR_RETURN(std::string text, Move(rt, model, flags, run, live, d.new_counts));
+      live.rebalancer->Applied(d);
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), ", predicted iteration %.1f -> %.1f ms",
+                    d.predicted_current_iteration_ms, d.predicted_new_iteration_ms);
+      verdict = "  move: " + text + buf + ", predicted stage ms " + JoinMs(d.predicted_new_ms);
+    } else {
+      verdict = "  " + d.reason;
+    }
+  }
+  if (rt.rank() == 0) {
+    std::printf("window %lld  split %s  stage ms %s  step ms %.1f%s\n",
+                static_cast<long long>(live.windows), split.c_str(),
+                live.window_stage_ms.back().c_str(), w.step_ms, verdict.c_str());
+    std::fflush(stdout);
+  }
+  return hetrun::Status::Ok();
+}
+
+void WriteMoveSummary(std::ostream& out, const LiveMoves& live, const StageRun& run) {
+  out << "split_first=" << JoinCounts(live.split_first)
+      << "\nsplit_final=" << JoinCounts(SplitOf(run.layout)) << "\nmoves=" << live.moves
+      << "\nmove_bytes=" << live.bytes << "\nmove_pause_ms=" << JoinMs(live.pause_ms, "%.3f")
+      << "\nlayout_revision=" << run.layout.revision
+      << "\nwindow_step_ms=" << JoinMs(live.window_step_ms, "%.3f") << "\nwindow_stage_ms=";
+  for (size_t i = 0; i < live.window_stage_ms.size(); ++i) {
+    out << (i ? ";" : "") << live.window_stage_ms[i];
+  }
+  out << "\n";
+}
+
+void Report(hetrun::Runtime& rt, const StageRun& run, const PipelineFlags& flags, const Totals& t,
+            const std::vector<double>& losses, const std::vector<std::vector<double>>& shares,
+            const LiveMoves& live) {
+  const auto& layout = run.layout;
   const double m = static_cast<double>(layout.micro_batches);
   const double n = static_cast<double>(std::max<int64_t>(t.steps, 1));
   std::vector<double> tau = StageTimes(rt, layout, (t.forward + t.backward) / n / m);
   double sum = 0, slowest = 0;
   for (double x : tau) sum += x, slowest = std::max(slowest, x);
   const double predicted = sum + (m - 1) * slowest;
-  const double step_ms = t.step / n;
+  const double step_ms = std::max(t.step / n, 1e-9);
   const double stages = static_cast<double>(tau.size());
   std::printf(
       "rank %d stage %d: forward %.2f ms, backward %.2f ms per micro-batch, wait %.2f ms "
       "per step\n",
-      rt.rank(), exec.stage(), t.forward / n / m, t.backward / n / m, t.wait / n);
+      rt.rank(), run.exec->stage(), t.forward / n / m, t.backward / n / m, t.wait / n);
   std::fflush(stdout);
   if (rt.rank() != 0) return;
   const double bubble = 1 - m * sum / (stages * step_ms);
   const double predicted_bubble = 1 - m * sum / (stages * predicted);
   std::printf(
       "pipeline: step %.1f ms (1F1B prediction %.1f ms), bubble %.1f%% (predicted %.1f%%), "
-      "%.1f samples/s, final loss %.4f\n",
+      "%.1f samples/s, final loss %.4f, split %s -> %s in %lld moves\n",
       step_ms, predicted, 100 * bubble, 100 * predicted_bubble,
-      1000.0 * static_cast<double>(flags.batch) / step_ms, losses.back());
+      1000.0 * static_cast<double>(flags.batch) / step_ms, losses.back(),
+      JoinCounts(live.split_first).c_str(), JoinCounts(SplitOf(layout)).c_str(),
+      static_cast<long long>(live.moves));
   if (flags.summary.empty()) return;
   std::ofstream out(flags.summary);
-  std::string stage_ms;
-  for (size_t s = 0; s < tau.size(); ++s) stage_ms += (s ? "," : "") + std::to_string(tau[s]);
   out << "losses=" << JoinLosses(losses) << "\nstep_ms=" << step_ms
       << "\npredicted_step_ms=" << predicted << "\nbubble_fraction=" << bubble
       << "\npredicted_bubble_fraction=" << predicted_bubble
       << "\nsamples_per_s=" << 1000.0 * static_cast<double>(flags.batch) / step_ms
-      << "\nstage_ms=" << stage_ms << "\nshares=";
+      << "\nstage_ms=" << JoinMs(tau, "%.6f") << "\nshares=";
   for (size_t s = 0; s < shares.size(); ++s) {  // the tuner's last shares: stages ';'
     for (size_t r = 0; r < shares[s].size(); ++r) out << (r ? "," : (s ? ";" : "")) << shares[s][r];
   }
   out << "\n";
+  WriteMoveSummary(out, live, run);
+}
+
+// The split --force-split asks for after `step`, or nullptr.
+const std::vector<int64_t>* ForcedAfter(const PipelineFlags& flags, int64_t step) {
+  for (const ForcedSplit& forced : flags.forced_splits) {
+    if (forced.step == step) return &forced.counts;
+  }
+  return nullptr;
+}
+
+// What one rank's training loop carries from step to step.
+struct Training {
+  StageRun run;
+  StageTuner tuner;
+  LiveMoves live;
+  WindowSums window;
+  Totals totals, before_move;  // totals since the last move (the report's split), and before it
+  std::vector<double> losses;
+  std::vector<std::vector<double>> shares;  // empty: the plan's
+};
+
+// After step `step`: the tuner's window (shares, measurements, maybe a move), then a forced
+// split. Returns the exit code on failure, 0 otherwise.
+int AfterStep(hetrun::Runtime& rt, TinyGpt model, const PipelineFlags& flags, Training& t,
+              int64_t step, const hetrun::PipelineStepFigures& figures) {
+  std::vector<hetrun::StepMeasurement> measured{
+      {t.run.exec->samples(), figures.forward_ms + figures.backward_ms}};
+  auto report = t.tuner.loop.EndIteration(measured, figures.step_ms, figures.wait_ms);
+  if (!report.ok()) return Fail(75, report.status().ToString());
+  const int64_t moves = t.live.moves;
+  if (report->has_value()) {  // every rank at the same step: windows count the same steps
+    auto w = GatherWindow(rt, t.run, static_cast<double>(t.tuner.loop.local_share()), t.window);
+    if (!w.ok()) return Fail(75, w.status().ToString());
+    t.shares = w->shares;
+    w->mine.window = t.live.windows;
+    w->mine.revision = t.run.layout.revision;
+    if (hetrun::Status s = t.live.log->Append(w->mine); !s.ok()) {  // training goes on
+      std::fprintf(stderr, "hetrun_trainer: measurements: %s\n", s.ToString().c_str());
+    }
+    if (hetrun::Status s = EndWindow(rt, model, flags, t.run, t.live, *w); !s.ok()) {
+      return Fail(s.code() == hetrun::StatusCode::kUnavailable ? 75 : 70, s.ToString());
+    }
+  }
+  if (const std::vector<int64_t>* counts = ForcedAfter(flags, step)) {
+    auto text = Move(rt, model, flags, t.run, t.live, *counts);
+    if (!text.ok()) {
+      return Fail(text.status().code() == hetrun::StatusCode::kUnavailable ? 75 : 70,
+                  text.status().ToString());
+    }
+    if (t.live.rebalancer) {
+      hetrun::pipeline::RebalanceDecision forced;
+      forced.move = true;
+      forced.current_counts = t.live.rebalancer->current_counts();
+      forced.new_counts = *counts;
+      t.live.rebalancer->Applied(forced);
+    }
+    if (rt.rank() == 0)
+      std::printf("step %lld  forced move: %s\n", static_cast<long long>(step), text->c_str());
+    std::fflush(stdout);
+    t.window = WindowSums{};  // the window's figures so far were of the old split
+    t.run.clock->Reset();
+  }
+  if (t.live.moves != moves && t.totals.steps > 0) {
+    t.before_move = t.totals;
+    t.totals = Totals{};
+  }
+  return 0;
 }
 
 }  // namespace
@@ -219,45 +360,39 @@ int RunPipelineStage(const PipelineFlags& flags, const hetrun::Environment& env)
   if (std::string bad = CheckLayers(*layout, model->LayerNames()); !bad.empty()) {
     return Fail(78, "HETRUN_PLAN=" + path + ": " + bad);
   }
+  auto live = MakeLiveMoves(flags, *layout, path);
+  if (!live.ok()) return Fail(64, live.status().ToString());
   auto runtime = hetrun::Runtime::FromEnv(env);
   if (!runtime.ok()) return Fail(78, runtime.status().ToString());
   hetrun::Runtime& rt = **runtime;
-  const auto& entry = layout->stages[static_cast<size_t>(layout->StageOf(rt.rank()))];
-  hetrun::PipelineStage stage = MakeStage(model, flags, entry.first_layer, entry.layers);
-  torch::optim::AdamW optimizer(stage.parameters, torch::optim::AdamWOptions(flags.lr));
-  auto exec = hetrun::PipelineExecutor::Create(rt, *layout, stage, flags.batch);
-  if (!exec.ok()) return Fail(78, exec.status().ToString());
+  auto log = hetrun::pipeline::MeasurementLog::FromEnvironment(env, *layout, rt.rank());
+  if (!log.ok()) return Fail(78, log.status().ToString());
+  live->log.emplace(std::move(*log));
+  auto run = BuildStageRun(rt, model, flags, *layout);
+  if (!run.ok()) return Fail(78, run.status().ToString());
   auto tuner = MakeStageTuner(rt, flags, *layout);
   if (!tuner.ok()) return Fail(64, tuner.status().ToString());
-  std::vector<double> losses;
-  Totals totals;
-  std::vector<std::vector<double>> shares;  // empty: the plan's
+  Training t{std::move(*run), std::move(*tuner), std::move(*live), {}, {}, {}, {}, {}};
   for (int64_t step = 0; step < flags.steps; ++step) {
-    optimizer.zero_grad();
-    auto figures = (*exec)->Step(step, shares);
+    t.run.optimizer->zero_grad();
+    auto figures = t.run.exec->Step(step, t.shares);
     if (!figures.ok()) return Fail(75, figures.status().ToString());
-    optimizer.step();
-    losses.push_back(figures->loss);
-    std::vector<hetrun::StepMeasurement> measured{
-        {(*exec)->samples(), figures->forward_ms + figures->backward_ms}};
-    auto report = tuner->loop.EndIteration(measured, figures->step_ms, figures->wait_ms);
-    if (!report.ok()) return Fail(75, report.status().ToString());
-    if (report->has_value()) {  // every rank at the same step: windows count the same steps
-      auto gathered = GatherShares(rt, *layout, static_cast<double>(tuner->loop.local_share()));
-      if (!gathered.ok()) return Fail(75, gathered.status().ToString());
-      shares = *gathered;
+    t.run.optimizer->step();
+    t.losses.push_back(figures->loss);
+    if (step >= flags.tuning.warmup) t.window.Add(*figures, t.run.exec->samples());
+    if (step > 0 || flags.steps == 1) {  // the first step carries lazy initialisation
+      t.totals.forward += figures->forward_ms;
+      t.totals.backward += figures->backward_ms;
+      t.totals.wait += figures->wait_ms;
+      t.totals.step += figures->step_ms;
+      ++t.totals.steps;
     }
-    if (step == 0 && flags.steps > 1) continue;  // the first step carries lazy initialisation
-    totals.forward += figures->forward_ms;
-    totals.backward += figures->backward_ms;
-    totals.wait += figures->wait_ms;
-    totals.step += figures->step_ms;
-    totals.share = static_cast<double>((*exec)->samples());
-    ++totals.steps;
+    if (int code = AfterStep(rt, model, flags, t, step, *figures); code != 0) return code;
   }
-  Report(rt, **exec, flags, totals, losses, shares);
+  Report(rt, t.run, flags, t.totals.steps > 0 ? t.totals : t.before_move, t.losses, t.shares,
+         t.live);
   if (!flags.save_params.empty() && rt.data_parallel_rank() == 0 &&
-      !SaveLayers(model, flags.save_params, entry.first_layer, entry.layers)) {
+      !SaveLayers(model, flags.save_params, t.run.first, t.run.count)) {
     return 78;
   }
   return 0;

@@ -8,8 +8,15 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tiny_gpt.h"
+
+/// --force-split STEP:N,N,...: after step `step`, move to `counts` layers per stage.
+struct ForcedSplit {
+  int64_t step = 0;
+  std::vector<int64_t> counts;
+};
 
 struct PipelineFlags {
   int64_t steps = 4;
@@ -24,6 +31,13 @@ struct PipelineFlags {
   bool tune = true;
   hetrun::TunerLoopOptions tuning;
   std::string save_params;  ///< a folder: one <layer name>.txt per layer (its stage's replica 0)
+  /// Live layer moves (README "Live layer moves"): at each window boundary, every rank decides
+  /// from the all-gathered stage times whether moving boundary layers shortens the iteration by
+  /// at least `rebalance_threshold`; a move sends the layers' parameters and AdamW state to their
+  /// new stage and rewrites the layout file (revision + 1).
+  bool rebalance = true;
+  double rebalance_threshold = 0.05;
+  std::vector<ForcedSplit> forced_splits;  ///< moves regardless of the measurements (tests)
 };
 
 /// Trains this rank's stage of the layout in HETRUN_PLAN; returns the process exit code (78 when
