@@ -1,5 +1,6 @@
 // `hetrun plan --cluster FILE --model FILE [--json] [--compare-split N,N,...]
-//              [--emit volcano [--strict-homogeneous] | --emit megatron] [--output FILE]]`:
+//              [--emit volcano [--strict-homogeneous] | --emit megatron] [--output FILE]]`,
+// `hetrun plan --measured FILE (--cluster FILE --model FILE | --plan FILE) [--json]`:
 // the layer split of a pipeline over mixed GPU stages that minimises the slowest stage, its 1F1B
 // figures next to an even split (and a hand split), and the matching Volcano Job or Megatron-LM
 // pipeline arguments.
@@ -12,6 +13,7 @@
 #include "commands/cli_parse.h"
 #include "commands/command.h"
 #include "hetrun/base/exit_code.h"
+#include "hetrun/pipeline/measured_plan.h"
 #include "hetrun/plan/cluster_spec.h"
 #include "hetrun/plan/megatron_layout.h"
 #include "hetrun/plan/model_spec.h"
@@ -84,8 +86,15 @@ void AddPlanOptions(cxxopts::Options& options) {
       "namespace", "Volcano job namespace", cxxopts::value<std::string>())(
       "queue", "Volcano queue", cxxopts::value<std::string>())("image", "container image",
                                                                cxxopts::value<std::string>())(
-      "o,output", "write to FILE instead of stdout", cxxopts::value<std::string>())("h,help",
-                                                                                    "this text");
+      "measured",
+      "re-plan from a run's measurements.json: speeds fitted from the measured stage times "
+      "(with --cluster/--model, or --plan)",
+      cxxopts::value<std::string>())(
+      "plan",
+      "with --measured: the run's layout or `hetrun plan --json` output instead of "
+      "--cluster/--model",
+      cxxopts::value<std::string>())("o,output", "write to FILE instead of stdout",
+                                     cxxopts::value<std::string>())("h,help", "this text");
 }
 
 // The flags that need or exclude each other.
@@ -94,7 +103,18 @@ Status CheckPlanFlags(const cxxopts::ParseResult& parsed) {
     return UsageError("hetrun plan takes no positional arguments, got '" + parsed.unmatched()[0] +
                       "'");
   }
-  if (!parsed.count("cluster")) return UsageError("hetrun plan needs --cluster FILE");
+  if (parsed.count("plan") && !parsed.count("measured")) {
+    return UsageError("--plan goes with --measured");
+  }
+  if (parsed.count("plan") && (parsed.count("cluster") || parsed.count("model"))) {
+    return UsageError("--plan replaces --cluster and --model: give one or the other");
+  }
+  if (!parsed.count("cluster") && !parsed.count("plan")) {
+    return UsageError("hetrun plan needs --cluster FILE");
+  }
+  if (parsed.count("measured") && (parsed.count("emit") || parsed.count("compare-split"))) {
+    return UsageError("--measured re-plans from the measured split: no --emit or --compare-split");
+  }
   std::string emit = parsed.count("emit") ? parsed["emit"].as<std::string>() : "";
   if (!emit.empty() && emit != "volcano" && emit != "megatron") {
     return UsageError("--emit '" + emit + "': one of volcano, megatron");
@@ -151,6 +171,29 @@ Result<std::string> PipelineOutput(const cxxopts::ParseResult& parsed,
   return parsed.count("json") ? plan::PlanJson(result, model) : plan::PlanText(result, model);
 }
 
+// --measured FILE: the plan over speeds fitted from a run's measurements (hetrun/pipeline/
+// measured_plan.h), from --cluster/--model or from --plan's layout.
+Result<std::string> MeasuredOutput(const cxxopts::ParseResult& parsed) {
+  plan::ModelSpec model;
+  plan::ClusterSpec cluster;
+  if (parsed.count("plan")) {
+    HETRUN_ASSIGN_OR_RETURN(pipeline::JobLayout layout,
+                            pipeline::LoadLayoutOrPlan(parsed["plan"].as<std::string>()));
+    pipeline::SpecsFromLayout(layout, &model, &cluster);
+  } else {
+    if (!parsed.count("model")) return UsageError("hetrun plan needs --model FILE");
+    HETRUN_ASSIGN_OR_RETURN(cluster, plan::LoadClusterSpec(parsed["cluster"].as<std::string>()));
+    HETRUN_ASSIGN_OR_RETURN(model, plan::LoadModelSpec(parsed["model"].as<std::string>()));
+  }
+  const std::string path = parsed["measured"].as<std::string>();
+  HETRUN_ASSIGN_OR_RETURN(pipeline::Measurements measurements, pipeline::LoadMeasurements(path));
+  HETRUN_ASSIGN_OR_RETURN(
+      pipeline::MeasuredPlan measured,
+      pipeline::PlanFromMeasurements(measurements, path, std::move(model), std::move(cluster)));
+  return parsed.count("json") ? pipeline::MeasuredPlanJson(measured)
+                              : pipeline::MeasuredPlanText(measured);
+}
+
 }  // namespace
 
 Result<int> commands::Plan(const CommandContext& context) {
@@ -167,6 +210,12 @@ Result<int> commands::Plan(const CommandContext& context) {
     return kExitOk;
   }
   HETRUN_RETURN_IF_ERROR(CheckPlanFlags(parsed));
+  if (parsed.count("measured")) {
+    HETRUN_ASSIGN_OR_RETURN(std::string measured, MeasuredOutput(parsed));
+    std::string output = parsed.count("output") ? parsed["output"].as<std::string>() : "";
+    HETRUN_RETURN_IF_ERROR(WriteOutput(output, measured, context.out));
+    return kExitOk;
+  }
   HETRUN_ASSIGN_OR_RETURN(plan::ClusterSpec cluster,
                           plan::LoadClusterSpec(parsed["cluster"].as<std::string>()));
   HETRUN_RETURN_IF_ERROR(ApplyJobFlags(parsed, &cluster));

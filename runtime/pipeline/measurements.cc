@@ -173,7 +173,20 @@ std::string MeasurementsJson(const Measurements& m) {
 Result<Measurements> ParseMeasurements(std::string_view json_text, std::string_view source) {
   HETRUN_RETURN_IF_ERROR(CheckJsonDepth(json_text, kMaxJsonDepth, source));
   json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return InvalidArgumentError(std::string(source) + ": not valid JSON");
+  if (root.is_discarded()) {
+    // Parse again with exceptions only to learn where and why (a number too large for a double
+    // is a parse error); the exception stays here.
+    std::string why;
+    try {
+      json again = json::parse(json_text);
+      (void)again;
+    } catch (const json::parse_error& error) {
+      why = " (byte " + std::to_string(error.byte) + ")";
+    } catch (const json::exception& error) {  // out_of_range 406: "number overflow parsing '1e999'"
+      why = std::string(" (") + error.what() + ")";
+    }
+    return InvalidArgumentError(std::string(source) + ": not valid JSON" + why);
+  }
   const Place top{source, "$"};
   if (!root.is_object()) return top.Error("the measurements are not a JSON object");
   Measurements out;

@@ -1,9 +1,12 @@
-// Fuzzes the planner's inputs: model and cluster JSON, split lists, and (when both parse and are
-// small) the planner itself and the manifest writer.
+// Fuzzes the planner's inputs: model and cluster JSON, split lists, measurements.json (`hetrun
+// plan --measured`), and (when they parse and are small) the planner itself, the measured re-plan
+// and the manifest writer.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "hetrun/pipeline/measured_plan.h"
+#include "hetrun/pipeline/measurements.h"
 #include "hetrun/plan/cluster_spec.h"
 #include "hetrun/plan/model_spec.h"
 #include "hetrun/plan/pipeline_planner.h"
@@ -24,7 +27,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)hetrun::plan::ParseClusterSpec(parts[0], "cluster");
   (void)hetrun::plan::ParseModelSpec(parts[1], "model");
   (void)hetrun::plan::ParseSplit(parts[2], 64, 6, "--compare-split");
+  // The third part may also be a measurements file.
+  auto measurements = hetrun::pipeline::ParseMeasurements(parts[2], "measurements");
   if (!model.ok() || !cluster.ok() || model->layers.size() > 256) return 0;
+  if (measurements.ok()) {
+    auto measured =
+        hetrun::pipeline::PlanFromMeasurements(*measurements, "measurements", *model, *cluster);
+    if (measured.ok()) {
+      (void)hetrun::pipeline::MeasuredPlanText(*measured);
+      (void)hetrun::pipeline::MeasuredPlanJson(*measured);
+    }
+  }
   auto split = hetrun::plan::ParseSplit(parts[2], static_cast<int64_t>(model->layers.size()),
                                         static_cast<int64_t>(cluster->stages.size()), "split");
   std::optional<std::span<const int64_t>> compare;

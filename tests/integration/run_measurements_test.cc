@@ -106,6 +106,64 @@ TEST(RunMeasurementsTest, AnOutputInAFolderThatDoesNotExistIsAUsageError) {
       << from_env.err();
 }
 
+TEST(RunMeasurementsTest, PlanMeasuredReplansFromARunAndItsJsonRunsAgain) {
+  TempDir dir;
+  const std::string plan = dir.WriteFile("plan.json", kPlan);
+  const std::string out = dir.path() + "/measurements.json";
+  HetrunProcess run(MeasuredRun(plan, out, {"measure", "3"}), HetrunEnv(dir.path()), dir.path());
+  ASSERT_EQ(run.Wait(120s), 0) << run.err();
+  HetrunProcess text({"plan", "--measured", out, "--plan", plan}, HetrunEnv(dir.path()), dir.path(),
+                     "text");
+  ASSERT_EQ(text.Wait(), 0) << text.err();
+  // Rank 0 (stage 0, 2 layers) measured 3 ms, rank 1 (stage 1, 1 layer) 6 ms per micro-batch.
+  EXPECT_TRUE(Contains(text.out(),
+                       "measured split 2,1: predicted iteration 15.000 ms (measured "
+                       "15.000 ms)"))
+      << text.out();
+  EXPECT_TRUE(Contains(text.out(), "hopper            3.17")) << text.out();
+  const std::string replanned = dir.path() + "/replanned.json";
+  HetrunProcess json({"plan", "--measured", out, "--plan", plan, "--json", "-o", replanned},
+                     HetrunEnv(dir.path()), dir.path(), "json");
+  ASSERT_EQ(json.Wait(), 0) << json.err();
+  HetrunProcess again({"run", "--nproc-per-node", "2", "--plan", replanned, "--", "/bin/true"},
+                      HetrunEnv(dir.path()), dir.path(), "again");
+  EXPECT_EQ(again.Wait(120s), 0) << again.err();
+}
+
+TEST(RunMeasurementsTest, PlanMeasuredRefusesAnotherModelsOrNonFiniteFiguresWithExit78) {
+  TempDir dir;
+  const std::string plan = dir.WriteFile("plan.json", kPlan);
+  const std::string window =
+      R"({"window": 0, "first_layer": 0, "layers": 2, "forward_ms": 1, "backward_ms": 2})";
+  const std::string other = dir.WriteFile(
+      "other.json", R"({"num_layers": 5, "ranks": [{"rank": 0, "stage": 0, "windows": []}]})");
+  HetrunProcess wrong({"plan", "--measured", other, "--plan", plan}, HetrunEnv(dir.path()),
+                      dir.path(), "wrong");
+  EXPECT_EQ(wrong.Wait(), 78) << wrong.err();
+  EXPECT_TRUE(Contains(wrong.err(), other + ": $.num_layers: 5 layers, but the model has 3"))
+      << wrong.err();
+  std::string huge = window;
+  huge.replace(huge.find("\"forward_ms\": 1"), 16, "\"forward_ms\": 1e999");
+  const std::string infinite = dir.WriteFile(
+      "inf.json",
+      R"({"num_layers": 3, "ranks": [{"rank": 0, "stage": 0, "windows": [)" + huge + "]}]}");
+  HetrunProcess inf({"plan", "--measured", infinite, "--plan", plan}, HetrunEnv(dir.path()),
+                    dir.path(), "inf");
+  EXPECT_EQ(inf.Wait(), 78) << inf.err();
+  EXPECT_TRUE(Contains(inf.err(), infinite + ": not valid JSON")) << inf.err();
+  EXPECT_TRUE(Contains(inf.err(), "number overflow")) << inf.err();
+  const std::string empty = dir.WriteFile(
+      "empty.json", R"({"num_layers": 3, "ranks": [{"rank": 0, "stage": 0, "windows": []},
+                                                    {"rank": 1, "stage": 1, "windows": []}]})");
+  HetrunProcess none({"plan", "--measured", empty, "--plan", plan}, HetrunEnv(dir.path()),
+                     dir.path(), "none");
+  EXPECT_EQ(none.Wait(), 78) << none.err();
+  EXPECT_TRUE(Contains(none.err(), empty + ": $.ranks: no window in which every stage"))
+      << none.err();
+  HetrunProcess usage({"plan", "--measured", empty}, HetrunEnv(dir.path()), dir.path(), "usage");
+  EXPECT_EQ(usage.Wait(), 64) << usage.err();
+}
+
 bool HaveRendezvousLibrary() {
   return std::filesystem::exists(std::string(HETRUN_BUILD_DIR) + "/lib/libhetrun_rendezvous.so");
 }
