@@ -65,7 +65,10 @@ TEST(MeasurementsTest, MalformedFilesNameTheJsonPath) {
   };
   const std::string head = R"({"num_layers": 4, "ranks": [{"rank": 0, "stage": 0, "windows": [)";
   EXPECT_EQ(error("[1]"), "m.json: $: the measurements are not a JSON object");
-  EXPECT_EQ(error("{"), "m.json: not valid JSON");
+  EXPECT_EQ(error("{"), "m.json: not valid JSON (byte 2)");
+  EXPECT_EQ(error(R"({"num_layers": 1e999})"),
+            "m.json: not valid JSON ([json.exception.out_of_range.406] number overflow parsing "
+            "'1e999')");
   EXPECT_EQ(error(head + R"({"window": 0, "first_layer": 0, "layers": 4, "forward_ms": -1,
                               "backward_ms": 1}]}]})"),
             "m.json: $.ranks[0].windows[0].forward_ms: must be a finite number >= 0");
