@@ -1,6 +1,6 @@
 // Fuzzes the planner's inputs: model and cluster JSON, split lists, measurements.json (`hetrun
-// plan --measured`), and (when they parse and are small) the planner itself, the measured re-plan
-// and the manifest writer.
+// plan --measured`), and (when they parse and are small) the planner itself, the measured re-plan,
+// the manifest writer and the Megatron arguments.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -8,6 +8,7 @@
 #include "hetrun/pipeline/measured_plan.h"
 #include "hetrun/pipeline/measurements.h"
 #include "hetrun/plan/cluster_spec.h"
+#include "hetrun/plan/megatron_layout.h"
 #include "hetrun/plan/model_spec.h"
 #include "hetrun/plan/pipeline_planner.h"
 #include "hetrun/plan/volcano_job.h"
@@ -48,5 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)hetrun::plan::PlanText(*plan, *model);
   (void)hetrun::plan::PipelineJobYaml(*plan, *cluster);
   (void)hetrun::plan::HomogeneousJobYaml(*cluster, "");
+  auto megatron = hetrun::plan::MegatronLayoutFor(plan->best, *model);
+  if (megatron.ok()) (void)hetrun::plan::MegatronArgumentsText(*megatron, plan->best, *model);
   return 0;
 }
