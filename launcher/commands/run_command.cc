@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cxxopts.hpp>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <set>
 
@@ -423,6 +424,27 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
 }
 
 /// The workers of one attempt: WorkerEnvironment plus what the preflight and the stage add.
+/// The layout a restart attempt's workers run: live layer moves rewrite the layout file
+/// (`revision` > 0), so after the first attempt it is read back from there (the first attempt,
+/// or a file that no longer reads, keeps the layout as written).
+std::optional<pipeline::JobLayout> AttemptLayout(const RunPlan& plan, int restart_count) {
+  auto path = plan.stage_vars.find("HETRUN_PLAN");
+  if (restart_count == 0 || !plan.layout || path == plan.stage_vars.end()) return plan.layout;
+  Result<pipeline::JobLayout> current = pipeline::LoadJobLayout(path->second);
+  if (!current.ok()) {
+    spdlog::warn(
+        "restart: the layout file does not read ({}); the workers get the layout as "
+        "first written",
+        current.status().ToString());
+    return plan.layout;
+  }
+  if (current->revision != plan.layout->revision) {
+    spdlog::info("restart: the layout file is at revision {} (live layer moves)",
+                 current->revision);
+  }
+  return std::move(*current);
+}
+
 WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
                           const Environment& env) {
   WorkerEnvOptions env_options;
@@ -441,6 +463,7 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
     }
     WorkerEnvOptions attempt = env_options;
     attempt.restart_count = restart_count;
+    const std::optional<pipeline::JobLayout> layout = AttemptLayout(plan, restart_count);
     std::vector<WorkerSpec> workers;
     for (size_t i = 0; i < plan.local_workers; ++i) {
       std::map<std::string, std::string> vars = WorkerEnvironment(env, plan.topology, i, attempt);
@@ -448,9 +471,9 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
                               preflight.WorkerAdditions(env, plan.topology.local_ranks[i]));
       for (auto& [name, value] : additions) vars[name] = value;
       for (const auto& [name, value] : plan.stage_vars) vars[name] = value;
-      if (plan.layout) {
-        const int stage = plan.layout->StageOf(plan.topology.ranks[i]);
-        const pipeline::StageLayout& entry = plan.layout->stages[static_cast<size_t>(stage)];
+      if (layout) {
+        const int stage = layout->StageOf(plan.topology.ranks[i]);
+        const pipeline::StageLayout& entry = layout->stages[static_cast<size_t>(stage)];
         vars["HETRUN_STAGE"] = std::to_string(stage);
         vars["HETRUN_STAGE_LAYERS"] =
             std::to_string(entry.first_layer) + ":" + std::to_string(entry.layers);

@@ -274,7 +274,8 @@ TEST(LiveMovesTest, ARestartAfterAMoveResumesFromTheRewrittenLayout) {
   std::string script = "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then " + trainer +
                        " --force-split 0:3,3 || exit $?; exit 75; fi; "
                        "if [ \"$RANK\" = 0 ]; then cp \"$HETRUN_PLAN\" " +
-                       dir.path() + "/seen.json; fi; exec " + trainer + " --summary " + dir.path() +
+                       dir.path() + "/seen.json; echo \"$HETRUN_STAGE_LAYERS\" > " + dir.path() +
+                       "/stage_layers; fi; exec " + trainer + " --summary " + dir.path() +
                        "/second.summary";
   ProcessResult r = RunProcess(
       {HETRUN_BINARY, "run", "--nproc-per-node", "3", "--max-restarts", "1", "--master-port",
@@ -292,6 +293,10 @@ TEST(LiveMovesTest, ARestartAfterAMoveResumesFromTheRewrittenLayout) {
   EXPECT_EQ(second["split_first"], "3,3");
   EXPECT_EQ(second["split_final"], "3,3");
   EXPECT_EQ(second["layout_revision"], "1");
+  std::ifstream stage_layers(dir.path() + "/stage_layers");
+  std::string first_stage;
+  std::getline(stage_layers, first_stage);
+  EXPECT_EQ(first_stage, "0:3") << "HETRUN_STAGE_LAYERS of the restarted rank 0";
 }
 
 }  // namespace
