@@ -169,9 +169,9 @@ hetrun::Result<LiveMoves> MakeLiveMoves(const PipelineFlags& flags,
   if (!flags.rebalance) return live;
   hetrun::pipeline::RebalanceOptions options;
   options.threshold = flags.rebalance_threshold;
-  HETRUN_ASSIGN_OR_RETURN(hetrun::pipeline::Rebalancer rebalancer,
-                          hetrun::pipeline::Rebalancer::Create(layout, options));
-  live.rebalancer.emplace(std::move(rebalancer));
+  auto rebalancer = hetrun::pipeline::Rebalancer::Create(layout, options);
+  if (!rebalancer.ok()) return rebalancer.status().WithContext("--rebalance-threshold");
+  live.rebalancer.emplace(std::move(*rebalancer));
   return live;
 }
 

@@ -299,5 +299,29 @@ TEST(LiveMovesTest, ARestartAfterAMoveResumesFromTheRewrittenLayout) {
   EXPECT_EQ(first_stage, "0:3") << "HETRUN_STAGE_LAYERS of the restarted rank 0";
 }
 
+TEST(LiveMovesTest, AForcedSplitThatDoesNotFitThePlanExits64NamingTheFlag) {
+  TempDir dir;
+  std::string layout = dir.WriteFile(
+      "layout.json",
+      R"({"num_layers": 6, "stages": [{"first_layer": 0, "layers": 6, "ranks": [0]}]})");
+  ProcessOptions options = Options(dir);
+  (*options.env)["HETRUN_PLAN"] = layout;
+  std::vector<std::string> argv = {HETRUN_TRAINER, "--force-split", "1:2,4"};
+  argv.insert(argv.end(), kModel.begin(), kModel.end());
+  ProcessResult r = RunProcess(argv, options);
+  EXPECT_EQ(r.exit_code, 64) << r.out << r.err;
+  EXPECT_NE(r.err.find("--force-split 1:2,4"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 stages of 6 layers"), std::string::npos) << r.err;
+  for (const char* bad : {"1", "x:1", "1:0,6", "1:"}) {
+    ProcessResult p = RunProcess({HETRUN_TRAINER, "--force-split", bad}, options);
+    EXPECT_EQ(p.exit_code, 64) << bad << ": " << p.err;
+    EXPECT_NE(p.err.find("'--force-split'"), std::string::npos) << p.err;
+  }
+  ProcessResult t =
+      RunProcess({HETRUN_TRAINER, "--rebalance-threshold", "0", "--layers", "4"}, options);
+  EXPECT_EQ(t.exit_code, 64) << t.err;
+  EXPECT_NE(t.err.find("--rebalance-threshold"), std::string::npos) << t.err;
+}
+
 }  // namespace
 }  // namespace hetrun
