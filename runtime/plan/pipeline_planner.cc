@@ -43,6 +43,7 @@ struct Costs {
   std::vector<double> speed;              // per stage: family speed × replicas
   std::vector<std::optional<Link>> link;  // per boundary
   double cost_unit_ms = 0;                // 0: transfers are not charged
+  std::vector<double> charge;             // [b × L + layer]: Charge(b, layer), when charged
 
   Costs(const ModelSpec& m, const ClusterSpec& cluster) : model(m), prefix(m) {
     for (size_t s = 0; s < cluster.stages.size(); ++s) {
@@ -50,15 +51,23 @@ struct Costs {
       speed.push_back(slot.speed * static_cast<double>(slot.gpus));
       if (s + 1 < cluster.stages.size()) link.push_back(BoundaryLink(slot, cluster.stages[s + 1]));
     }
-    if (m.HasActivationBytes() && m.cost_unit_ms) cost_unit_ms = *m.cost_unit_ms;
+    if (!m.HasActivationBytes() || !m.cost_unit_ms) return;
+    cost_unit_ms = *m.cost_unit_ms;
+    const size_t layers = m.layers.size();
+    charge.assign(link.size() * layers, 0.0);
+    for (size_t b = 0; b < link.size(); ++b) {
+      if (!link[b]) continue;
+      for (size_t k = 0; k < layers; ++k) {
+        charge[b * layers + k] = TransferMs(Bytes(k), *link[b]) / cost_unit_ms;
+      }
+    }
   }
   double Bytes(size_t layer) const {
     return model.layers[layer].activation_bytes * static_cast<double>(model.micro_batch_size);
   }
   // One way over boundary b after `layer`, in the cost unit.
   double Charge(size_t b, size_t layer) const {
-    if (cost_unit_ms <= 0 || !link[b]) return 0.0;
-    return TransferMs(Bytes(layer), *link[b]) / cost_unit_ms;
+    return charge.empty() ? 0.0 : charge[b * model.layers.size() + layer];
   }
   double In(size_t s, size_t i) const { return s == 0 ? 0.0 : Charge(s - 1, i - 1); }
   double Out(size_t s, size_t j) const { return s + 1 == speed.size() ? 0.0 : Charge(s, j - 1); }
