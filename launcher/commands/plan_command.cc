@@ -201,7 +201,8 @@ Result<int> commands::Plan(const CommandContext& context) {
       "hetrun plan",
       "Split a model's layers over pipeline stages on mixed GPU generations: the split that "
       "minimises the slowest stage (exact), its 1F1B iteration time and bubble, next to an even "
-      "split; optionally the Volcano Job that runs it.");
+      "split, with the links its boundaries cross; optionally the Volcano Job that runs it or "
+      "the split as Megatron-LM pipeline arguments.");
   AddPlanOptions(options);
   HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
                           ParseSubcommandOptions(options, context.args));
