@@ -196,15 +196,41 @@ Result<plan::PipelinePlan> PlanFromFit(const SpeedFit& fit, int64_t micro_batche
   return plan::PlanPipeline(model, cluster, current);
 }
 
+double SpeedStandardError(std::span<const double> prior_costs,
+                          std::span<const std::vector<StageMeasurement>> windows) {
+  if (windows.size() < 2) return 0;
+  std::vector<std::vector<double>> speeds;  // per window, per stage
+  for (const std::vector<StageMeasurement>& window : windows) {
+    Result<SpeedFit> one = FitSpeeds(prior_costs, std::span(&window, 1));
+    if (!one.ok()) return 0;
+    speeds.push_back(one->stage_speeds);
+  }
+  const auto n = static_cast<double>(speeds.size());
+  double largest = 0;
+  for (size_t s = 0; s < speeds.front().size(); ++s) {
+    double mean = 0, square = 0;
+    for (const std::vector<double>& w : speeds) mean += w[s] / n;
+    for (const std::vector<double>& w : speeds) square += (w[s] - mean) * (w[s] - mean);
+    const double deviation = std::sqrt(square / (n - 1));
+    if (mean > 0) largest = std::max(largest, deviation / mean / std::sqrt(n));
+  }
+  return largest;
+}
+
 Status ValidateRebalanceOptions(const RebalanceOptions& options) {
   if (!(options.threshold > 0 && options.threshold < 1)) {
     return InvalidArgumentError("re-balance threshold must be in (0, 1), got " +
                                 std::to_string(options.threshold));
   }
-  if (options.settle_windows < 0 || options.history_windows < 1 || options.confirm_windows < 1) {
+  if (options.settle_windows < 0 || options.history_windows < 1 || options.confirm_windows < 1 ||
+      options.min_windows < 1 || options.min_windows > options.history_windows) {
     return InvalidArgumentError(
         "re-balance windows: settle_windows must be >= 0, history_windows and confirm_windows "
-        ">= 1");
+        ">= 1, min_windows in [1, history_windows]");
+  }
+  if (!(options.noise_margin >= 0 && options.noise_margin <= 10)) {
+    return InvalidArgumentError("re-balance noise_margin must be in [0, 10], got " +
+                                std::to_string(options.noise_margin));
   }
   if (!(options.return_factor >= 1 && options.return_factor * options.threshold < 1)) {
     return InvalidArgumentError(
@@ -240,13 +266,11 @@ double Rebalancer::MeasuredIteration() const {
   return Iteration(mean, micro_batches_);
 }
 
-double Rebalancer::RequiredGain(std::span<const int64_t> counts) const {
+bool Rebalancer::WasLeft(std::span<const int64_t> counts) const {
   for (const std::vector<int64_t>& left : left_splits_) {
-    if (std::equal(left.begin(), left.end(), counts.begin(), counts.end())) {
-      return options_.return_factor * options_.threshold;
-    }
+    if (std::equal(left.begin(), left.end(), counts.begin(), counts.end())) return true;
   }
-  return options_.threshold;
+  return false;
 }
 
 RebalanceDecision Rebalancer::Decide(std::span<const StageMeasurement> window) {
@@ -276,6 +300,11 @@ RebalanceDecision Rebalancer::Decide(std::span<const StageMeasurement> window) {
   }
   decision.predicted_current_iteration_ms = plan->compared->iteration_time;
   decision.predicted_new_iteration_ms = plan->best.iteration_time;
+  decision.speed_standard_error = SpeedStandardError(prior_costs_, windows);
+  if (static_cast<int64_t>(history_.size()) < options_.min_windows) {
+    return Hold(decision, "measuring: window " + std::to_string(history_.size()) + " of the " +
+                              std::to_string(options_.min_windows) + " before a first decision");
+  }
   if (moves_ > 0 && windows_under_split_ <= options_.settle_windows) {
     return Hold(decision, "settling: window " + std::to_string(windows_under_split_) + " of " +
                               std::to_string(options_.settle_windows) + " after the move");
@@ -290,7 +319,11 @@ RebalanceDecision Rebalancer::Judge(RebalanceDecision decision) {
     return Hold(decision, "the current split " + best + " is the best for the measured speeds (" +
                               Ms(decision.predicted_current_iteration_ms) + " per iteration)");
   }
-  const double required = RequiredGain(decision.new_counts);
+  const bool left = WasLeft(decision.new_counts);
+  const double base = left ? options_.return_factor * options_.threshold : options_.threshold;
+  const double noise = options_.noise_margin * decision.speed_standard_error;
+  const double required = base + noise;
+  decision.required_gain = required;
   const double reference =
       std::min(decision.predicted_current_iteration_ms, decision.measured_current_iteration_ms);
   const double gain = 1.0 - decision.predicted_new_iteration_ms / reference;
@@ -301,8 +334,8 @@ RebalanceDecision Rebalancer::Judge(RebalanceDecision decision) {
   if (!(gain >= required)) {
     pending_.clear();
     return Hold(decision, figures + ", below the " + Percent(required) +
-                              (required > options_.threshold ? " a split left before needs)"
-                                                             : " threshold)"));
+                              " required: " + (left ? "a split left before needs " : "threshold ") +
+                              Percent(base) + " + noise " + Percent(noise) + ")");
   }
   if (pending_ == decision.new_counts) {
     ++pending_streak_;

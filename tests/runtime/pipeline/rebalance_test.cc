@@ -131,7 +131,8 @@ TEST(RebalancerTest, AGainBelowTheThresholdHolds) {
     EXPECT_EQ(d.reason.rfind("hold: ", 0), 0u) << d.reason;
   }
   // A lower threshold takes the same gain.
-  auto eager = Rebalancer::Create(Layout({32, 32}, 8), {.threshold = 0.01, .confirm_windows = 1});
+  auto eager = Rebalancer::Create(Layout({32, 32}, 8),
+                                  {.threshold = 0.01, .confirm_windows = 1, .min_windows = 1});
   ASSERT_TRUE(eager.ok());
   RebalanceDecision d = eager->Decide(job.Window(eager->current_counts()));
   EXPECT_TRUE(d.move) << d.reason;
@@ -142,6 +143,13 @@ TEST(RebalancerTest, AMoveIsConfirmedFirstAndTheNextWindowOnlySettles) {
   TrueJob job{{1.0, 3.0}, std::vector<double>(16, 1.0)};
   auto rebalancer = Rebalancer::Create(Layout({8, 8}, 4), {});
   ASSERT_TRUE(rebalancer.ok());
+  for (int w = 1; w <= 2; ++w) {
+    RebalanceDecision measuring = rebalancer->Decide(job.Window({8, 8}));
+    EXPECT_FALSE(measuring.move);
+    EXPECT_NE(measuring.reason.find("measuring: window " + std::to_string(w) + " of the 3"),
+              std::string::npos)
+        << measuring.reason;
+  }
   RebalanceDecision first = rebalancer->Decide(job.Window({8, 8}));
   EXPECT_FALSE(first.move);
   EXPECT_NE(first.reason.find("confirming: 1 of 2"), std::string::npos) << first.reason;
@@ -167,7 +175,7 @@ TEST(RebalancerTest, AMoveIsConfirmedFirstAndTheNextWindowOnlySettles) {
 }
 
 TEST(RebalancerTest, MeasurementsOfAnotherSplitOrWithBadNumbersAreNotUsed) {
-  auto rebalancer = Rebalancer::Create(Layout({8, 8}, 4), {.confirm_windows = 1});
+  auto rebalancer = Rebalancer::Create(Layout({8, 8}, 4), {.confirm_windows = 1, .min_windows = 1});
   ASSERT_TRUE(rebalancer.ok());
   TrueJob job{{1.0, 3.0}, std::vector<double>(16, 1.0)};
   RebalanceDecision other = rebalancer->Decide(job.Window({7, 9}));
@@ -191,7 +199,8 @@ TEST(RebalancerTest, ASplitLeftBeforeMustWinByTwiceTheThreshold) {
   // Start at 16,48 on speeds 1:3 (the optimum), move to 18,46 by hand; the way back to 16,48
   // gains ~6.5%: enough for a new split, not for one left before (10%).
   TrueJob job{{1.0, 3.0}, std::vector<double>(64, 1.0)};
-  auto rebalancer = Rebalancer::Create(Layout({16, 48}, 2), {.confirm_windows = 1});
+  auto rebalancer =
+      Rebalancer::Create(Layout({16, 48}, 2), {.confirm_windows = 1, .min_windows = 1});
   ASSERT_TRUE(rebalancer.ok());
   RebalanceDecision forced;
   forced.current_counts = {16, 48};
@@ -204,9 +213,12 @@ TEST(RebalancerTest, ASplitLeftBeforeMustWinByTwiceTheThreshold) {
   ASSERT_GT(gain, 0.05) << back.reason;
   ASSERT_LT(gain, 0.10) << back.reason;
   EXPECT_FALSE(back.move) << back.reason;
-  EXPECT_NE(back.reason.find("10.0% a split left before needs"), std::string::npos) << back.reason;
+  EXPECT_NE(
+      back.reason.find("below the 10.0% required: a split left before needs 10.0% + noise 0.0%"),
+      std::string::npos)
+      << back.reason;
   // A split never left, with the same gain, is taken (a fresh re-balancer at 18,46).
-  auto fresh = Rebalancer::Create(Layout({18, 46}, 2), {.confirm_windows = 1});
+  auto fresh = Rebalancer::Create(Layout({18, 46}, 2), {.confirm_windows = 1, .min_windows = 1});
   ASSERT_TRUE(fresh.ok());
   EXPECT_TRUE(fresh->Decide(job.Window({18, 46})).move);
 }
@@ -259,11 +271,37 @@ TEST(RebalancerTest, SameInputsGiveTheSameDecisionsOnEveryRank) {
   }
 }
 
+TEST(RebalancerTest, TheSpeedsStandardErrorFollowsTheirSpreadAndRaisesTheGainNeeded) {
+  // One stage of one layer measured at 1 ms then 2 ms: speeds 1 and 0.5, mean 0.75, standard
+  // deviation 0.3536: relative 0.4714 over sqrt(2) = 1/3.
+  std::vector<std::vector<StageMeasurement>> windows = {{{0, 1, 0.5, 0.5, {}}},
+                                                        {{0, 1, 1.0, 1.0, {}}}};
+  EXPECT_NEAR(SpeedStandardError(std::vector<double>{1.0}, windows), 1.0 / 3, 1e-12);
+  EXPECT_EQ(SpeedStandardError(std::vector<double>{1.0}, std::span(windows.data(), 1)), 0.0);
+  // Speeds of 1:3 where the plan assumed 1:1 (a 50% gain), but stage 1 alternates between 2x
+  // and 1/2x: the decision reports the spread and needs a larger gain.
+  TrueJob job{{1.0, 3.0}, std::vector<double>(16, 1.0)};
+  auto rebalancer = Rebalancer::Create(Layout({8, 8}, 8), {.noise_margin = 2});
+  ASSERT_TRUE(rebalancer.ok());
+  RebalanceDecision d;
+  for (int w = 0; w < 4; ++w) {
+    std::vector<StageMeasurement> window = job.Window(rebalancer->current_counts());
+    window[1].forward_ms *= w % 2 ? 2.0 : 0.5;
+    window[1].backward_ms *= w % 2 ? 2.0 : 0.5;
+    d = rebalancer->Decide(window);
+  }
+  EXPECT_GT(d.speed_standard_error, 0.3);
+  EXPECT_NEAR(d.required_gain, 0.05 + 2 * d.speed_standard_error, 1e-12);
+  EXPECT_FALSE(d.move) << d.reason;
+  EXPECT_NE(d.reason.find("required: threshold 5.0% + noise"), std::string::npos) << d.reason;
+}
+
 TEST(RebalancerTest, OptionsOutOfRangeAreRefused) {
   JobLayout layout = Layout({8, 8}, 4);
   for (RebalanceOptions bad :
        {RebalanceOptions{.threshold = 0}, RebalanceOptions{.threshold = 1},
         RebalanceOptions{.history_windows = 0}, RebalanceOptions{.confirm_windows = 0},
+        RebalanceOptions{.min_windows = 9}, RebalanceOptions{.noise_margin = -1},
         RebalanceOptions{.threshold = 0.4, .return_factor = 3}}) {
     auto r = Rebalancer::Create(layout, bad);
     ASSERT_FALSE(r.ok());

@@ -76,9 +76,21 @@ struct RebalanceOptions {
   int64_t history_windows = 8;
   /// The same new split must win this many windows in a row before it is taken.
   int64_t confirm_windows = 2;
+  /// No decision before this many windows were measured (the first speeds are the noisiest).
+  int64_t min_windows = 3;
   /// A split that was left before must win by return_factor × threshold (no back and forth).
   double return_factor = 2.0;
+  /// The gain must also exceed noise_margin × the speeds' standard error: the largest over the
+  /// stages of (standard deviation / mean of its per-window speeds) / sqrt(windows). Noisy
+  /// measurements need a larger gain; steady ones only the threshold.
+  double noise_margin = 0.5;
 };
+
+/// The speeds' relative standard error over `windows` (each checked): per stage, the standard
+/// deviation of its per-window speeds over their mean, divided by sqrt(windows); the largest.
+/// 0 for fewer than 2 windows.
+double SpeedStandardError(std::span<const double> prior_costs,
+                          std::span<const std::vector<StageMeasurement>> windows);
 
 /// Checks the options' ranges (kInvalidArgument naming the field).
 Status ValidateRebalanceOptions(const RebalanceOptions& options);
@@ -91,6 +103,9 @@ struct RebalanceDecision {
   double predicted_current_iteration_ms = 0, predicted_new_iteration_ms = 0;  ///< 1F1B
   /// 1F1B from the stage times measured under the current split (mean over its windows).
   double measured_current_iteration_ms = 0;
+  /// The speeds' relative standard error, and the gain a move needed (threshold, x return_factor
+  /// for a split left before, + noise_margin x the standard error).
+  double speed_standard_error = 0, required_gain = 0;
   std::string reason;  ///< one line: why it moves or holds
 };
 
@@ -111,7 +126,7 @@ class Rebalancer {
   Rebalancer(const JobLayout& layout, RebalanceOptions options);
   RebalanceDecision Hold(RebalanceDecision decision, std::string reason);
   double MeasuredIteration() const;
-  double RequiredGain(std::span<const int64_t> counts) const;
+  bool WasLeft(std::span<const int64_t> counts) const;
   RebalanceDecision Judge(RebalanceDecision decision);
 
   RebalanceOptions options_;
