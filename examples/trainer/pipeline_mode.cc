@@ -337,9 +337,10 @@ int AfterStep(hetrun::Runtime& rt, TinyGpt model, const PipelineFlags& flags, Tr
       forced.new_counts = *counts;
       t.live.rebalancer->Applied(forced);
     }
-    if (rt.rank() == 0)
+    if (rt.rank() == 0) {
       std::printf("step %lld  forced move: %s\n", static_cast<long long>(step), text->c_str());
-    std::fflush(stdout);
+      std::fflush(stdout);
+    }
     t.window = WindowSums{};  // the window's figures so far were of the old split
     t.run.clock->Reset();
   }
