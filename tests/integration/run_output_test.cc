@@ -77,6 +77,29 @@ TEST(RunOutputTest, CpuBindSpreadDealsHetrunsCpusToTheLocalRanks) {
       << run.err();
 }
 
+// make demo's pipeline part relies on it: under --plan each stage's worker is bound too.
+TEST(RunOutputTest, CpuBindSpreadBindsEveryStageOfAPlan) {
+  Result<std::vector<int>> cpus = launcher::AllowedCpus();
+  ASSERT_TRUE(cpus.ok()) << cpus.status().ToString();
+  std::vector<std::vector<int>> expected = launcher::SpreadCpus(*cpus, 2);
+  TempDir dir;
+  const std::string plan = dir.WriteFile("plan.json", R"({
+    "layers": 3, "micro_batches": 2, "layer_names": ["embedding", "block.0", "head"],
+    "stages": [{"family": "ampere", "first_layer": 0, "layers": 1},
+               {"family": "hopper", "first_layer": 1, "layers": 2}]})");
+  HetrunProcess run({"run", "--nproc-per-node", "2", "--prefix-ranks", "--cpu-bind", "spread",
+                     "--plan", plan, "--", "/bin/sh", "-c",
+                     "echo stage=$HETRUN_STAGE cpus=$(grep Cpus_allowed_list /proc/self/status "
+                     "| cut -f2)"},
+                    HetrunEnv(dir.path()), dir.path());
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string line = "[rank " + std::to_string(rank) + "] stage=" + std::to_string(rank) +
+                       " cpus=" + launcher::CpuListText(expected[static_cast<size_t>(rank)]) + "\n";
+    EXPECT_TRUE(Contains(run.out(), line)) << line << run.out();
+  }
+}
+
 TEST(RunOutputTest, WithoutCpuBindWorkersKeepHetrunsCpus) {
   Result<std::vector<int>> cpus = launcher::AllowedCpus();
   ASSERT_TRUE(cpus.ok());
