@@ -9,6 +9,10 @@ src=$1 build=$2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 fail() { cat "$out"; echo "FAIL: $*" >&2; exit 1; }
+# A free port for the job's rendezvous: ctest runs other `hetrun run` tests beside this one, and
+# the default (torchrun's 29500) may be taken.
+HETRUN_MASTER_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+export HETRUN_MASTER_PORT
 "$src/scripts/demo_pipeline" "$build" --quick > "$out" 2>&1 || fail "demo_pipeline exited $?"
 grep -Eq '^1 +9,25 +[0-9.]+,[0-9.]+ +[0-9.]+ +[0-9.]+ ' "$out" ||
   fail "no first window row of the hand split 9,25 in the table"
