@@ -2,6 +2,7 @@
 
 #include <hetrun/exact_gradients.h>
 #include <hetrun/pipeline/job_layout.h>
+#include <hetrun/pipeline/layout_state.h>
 #include <hetrun/pipeline/measurements.h>
 #include <hetrun/pipeline/rebalance.h>
 #include <hetrun/pipeline_executor.h>
@@ -151,6 +152,7 @@ struct LiveMoves {
   std::vector<std::string> window_stage_ms;  // per window: per stage fwd+bwd ms per micro-batch
   std::vector<double> window_step_ms;
   std::string layout_path;  // HETRUN_PLAN, rewritten after each move by local rank 0
+  std::string state_path;   // HETRUN_LAYOUT_STATE ("" when none), rewritten by global rank 0
   std::optional<hetrun::pipeline::MeasurementLog> log;  // this rank's measurements file
 };
 
@@ -175,16 +177,15 @@ hetrun::Result<LiveMoves> MakeLiveMoves(const PipelineFlags& flags,
   return live;
 }
 
-// Moves to `counts` on every rank, rewrites the layout file (local rank 0 of each node) and
-// returns the log text of the move.
+// Moves to `counts` on every rank, rewrites the layout file (local rank 0 of each node) and the
+// layout state (global rank 0, with HETRUN_LAYOUT_STATE) and returns the log text of the move.
 hetrun::Result<std::string> Move(hetrun::Runtime& rt, TinyGpt model, const PipelineFlags& flags,
                                  StageRun& run, LiveMoves& live,
                                  const std::vector<int64_t>& counts) {
   const std::vector<int64_t> before = SplitOf(run.layout);
   HETRUN_ASSIGN_OR_RETURN(MoveFigures moved, MoveStage(rt, model, flags, run, counts));
-  if (rt.identity().local_rank == 0) {
-    HETRUN_RETURN_IF_ERROR(hetrun::pipeline::WriteJobLayoutFile(run.layout, live.layout_path));
-  }
+  HETRUN_RETURN_IF_ERROR(hetrun::pipeline::WriteMovedLayout(
+      run.layout, live.layout_path, live.state_path, rt.rank(), rt.identity().local_rank));
   ++live.moves;
   live.bytes += moved.report.bytes;
   live.pause_ms.push_back(moved.pause_ms);
@@ -363,6 +364,7 @@ int RunPipelineStage(const PipelineFlags& flags, const hetrun::Environment& env)
   }
   auto live = MakeLiveMoves(flags, *layout, path);
   if (!live.ok()) return Fail(64, live.status().ToString());
+  live->state_path = env.Get("HETRUN_LAYOUT_STATE").value_or("");
   auto runtime = hetrun::Runtime::FromEnv(env);
   if (!runtime.ok()) return Fail(78, runtime.status().ToString());
   hetrun::Runtime& rt = **runtime;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cxxopts.hpp>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <ostream>
@@ -30,6 +31,7 @@
 #include "hetrun/pipeline/plan_layout.h"
 #include "metrics/metrics_server.h"
 #include "metrics/pod_metrics.h"
+#include "preflight/layout_state_resume.h"
 #include "preflight/nvml_families.h"
 #include "preflight/preflight.h"
 #include "preflight/stage_env.h"
@@ -104,6 +106,11 @@ cxxopts::Options RunOptions() {
       "copy the pipeline's merged measurements.json (README \"measurements.json\") to FILE at "
       "the end of the run: node 0 writes every node's, another node its own "
       "(HETRUN_MEASUREMENTS_OUT, default none)",
+      cxxopts::value<std::string>())(
+      "layout-state",
+      "the pipeline's layout state on storage that outlives pods (the checkpoint volume): a job "
+      "restarted whole resumes from the split its live layer moves reached; global rank 0 "
+      "rewrites it after each move (HETRUN_LAYOUT_STATE, default none)",
       cxxopts::value<std::string>())(
       "metrics-port",
       "serve Prometheus metrics on http://HOST:PORT/metrics while the workers run ([HOST:]PORT, "
@@ -352,6 +359,25 @@ void SaveRunMeasurements(JobRendezvous* rendezvous, const RunPlan& plan,
   if (local) SaveMeasurements(*local, plan.supervision.run_dir, plan.measurements_out);
 }
 
+/// --layout-state FILE: the workers get its path (global rank 0 rewrites it after each move); the
+/// job's member 0 reads it (across nodes its text travels in member 0's rendezvous record, so
+/// every node resumes alike); with --plan the plan's layout follows it now.
+Status ReadLayoutState(const cxxopts::ParseResult& parsed, const Environment& env, RunPlan& plan) {
+  HETRUN_ASSIGN_OR_RETURN(
+      std::string path, Setting<std::string>(parsed, "layout-state", env, "HETRUN_LAYOUT_STATE", "",
+                                             ParseMeasurementsOut));
+  if (path.empty()) return Status::Ok();
+  path = std::filesystem::absolute(path).lexically_normal().string();
+  plan.stage_vars["HETRUN_LAYOUT_STATE"] = path;
+  if (MembershipOf(plan.topology).member != 0) return Status::Ok();
+  plan.preflight.layout_state_path = path;
+  plan.preflight.layout_state = ReadLayoutStateForStart(path);
+  if (MembershipOf(plan.topology).members == 1) {
+    ResumeFromLayoutState(plan.layout, plan.preflight.layout_state, path);
+  }
+  return Status::Ok();
+}
+
 /// Across nodes: the layout assembled from every launcher's stage entry (exchanged at the
 /// rendezvous); nullopt when no node has one. Every node assembles the same layout from the same
 /// records, or fails with the same error (exit 78, naming both nodes).
@@ -372,6 +398,27 @@ Result<std::optional<pipeline::JobLayout>> LayoutFromRecords(const std::vector<N
   spdlog::info("pipeline of {} stages assembled from the {} nodes' HETRUN_STAGE entries",
                layout.stages.size(), records.size());
   return std::optional<pipeline::JobLayout>(std::move(layout));
+}
+
+/// Across launchers, after the rendezvous: the layout assembled from the records (without
+/// --plan), then member 0's layout state applied to it alike on every node; the run folder's
+/// layout file is (re)written when either changed it.
+Status SettleJobLayout(RunPlan& plan, const std::vector<NodeRecord>& records,
+                       const std::string& run_dir) {
+  bool changed = false;
+  if (!plan.layout) {
+    HETRUN_ASSIGN_OR_RETURN(plan.layout, LayoutFromRecords(records, plan.topology.world_size));
+    changed = plan.layout.has_value();
+  }
+  if (!records.empty()) {
+    changed = ResumeFromLayoutState(plan.layout, records.front().layout_state,
+                                    records.front().layout_state_path) ||
+              changed;
+  }
+  if (changed) {
+    HETRUN_ASSIGN_OR_RETURN(plan.stage_vars["HETRUN_PLAN"], WriteLayoutFile(*plan.layout, run_dir));
+  }
+  return Status::Ok();
 }
 
 Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environment& env,
@@ -420,6 +467,7 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
   }
   HETRUN_RETURN_IF_ERROR(CheckPodGracePeriod(env, plan));
   HETRUN_RETURN_IF_ERROR(ReadPipelinePlan(parsed, plan));
+  HETRUN_RETURN_IF_ERROR(ReadLayoutState(parsed, env, plan));
   return plan;
 }
 
@@ -728,17 +776,11 @@ Result<int> commands::Run(const CommandContext& context) {
   HETRUN_ASSIGN_OR_RETURN(int stopped, PreflightUnderSignals(plan, context, command, &preflight));
   if (stopped >= 0) return stopped;
   JobRendezvous* rendezvous = preflight.rendezvous.get();
-  if (rendezvous && !plan.layout) {
-    Result<std::optional<pipeline::JobLayout>> assembled =
-        LayoutFromRecords(preflight.records, plan.topology.world_size);
-    if (!assembled.ok()) {
+  if (rendezvous) {
+    if (Status settled = SettleJobLayout(plan, preflight.records, run_folder->path());
+        !settled.ok()) {
       rendezvous->Finish(kExitConfig);
-      return assembled.status();
-    }
-    plan.layout = std::move(*assembled);
-    if (plan.layout) {
-      HETRUN_ASSIGN_OR_RETURN(plan.stage_vars["HETRUN_PLAN"],
-                              WriteLayoutFile(*plan.layout, run_folder->path()));
+      return settled;
     }
   }
   if (rendezvous) {

@@ -363,6 +363,8 @@ Result<NodeRecord> DescribeNode(PreflightResult& result, const Topology& topolog
   }
   if (membership.members > 1) mine.nccl_version = NcclVersion(env);
   HETRUN_RETURN_IF_ERROR(FillStageEntry(topology, env, mine));
+  mine.layout_state_path = options.layout_state_path;
+  mine.layout_state = options.layout_state;
   return mine;
 }
 

@@ -38,6 +38,10 @@ struct PreflightOptions {
   bool strict = false;
   /// The run id: part of what the job secret's HMAC covers (records of another job never pass).
   std::string job_id = "none";
+  /// Node 0's layout state (hetrun/pipeline/layout_state.h), sent in its record: path and text
+  /// ("" when none).
+  std::string layout_state_path;
+  std::string layout_state;
   /// Polled by every wait (store connect, rendezvous): a shutdown signal's number ends it.
   InterruptFn interrupted;
 };

@@ -109,6 +109,10 @@ std::string EncodeNodeRecord(const NodeRecord& record) {
          {"stage_first_layer", record.stage_first_layer},
          {"stage_layers", record.stage_layers},
          {"ranks", record.ranks}};
+  if (!record.layout_state.empty()) {
+    j["layout_state_path"] = record.layout_state_path;
+    j["layout_state"] = record.layout_state;
+  }
   return j.dump();
 }
 
@@ -146,6 +150,8 @@ Result<NodeRecord> DecodeNodeRecord(std::string_view text) {
     record.stage_first_layer = j.value("stage_first_layer", int64_t{0});
     record.stage_layers = j.value("stage_layers", int64_t{0});
     if (j.contains("ranks")) record.ranks = j.at("ranks").get<std::vector<int>>();
+    record.layout_state_path = j.value("layout_state_path", std::string());
+    record.layout_state = j.value("layout_state", std::string());
     return record;
   } catch (const std::exception& e) {
     return InvalidArgumentError("malformed node record '" + Excerpt(text) + "': " + e.what());

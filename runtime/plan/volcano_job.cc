@@ -234,7 +234,11 @@ std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster
   }
   header +=
       "A task holding several stages lists them in HETRUN_STAGE and HETRUN_STAGE_LAYERS\n"
-      "(FIRST:COUNT); each pod takes the entry at its VC_TASK_INDEX.\n";
+      "(FIRST:COUNT); each pod takes the entry at its VC_TASK_INDEX.\n"
+      "Live layer moves survive a job restart when every pod sets HETRUN_LAYOUT_STATE to a\n"
+      "file on a volume that outlives the pods (the checkpoint volume), e.g.\n"
+      "  - {name: HETRUN_LAYOUT_STATE, value: /checkpoints/hetrun-layout.json}\n"
+      "(README \"Restarts and the layout state\").\n";
   header += PolicyHeader();
   return Manifests(job, header, cluster);
 }

@@ -57,6 +57,21 @@ TEST(NodeRecordTest, APipelineStageEntryRoundTripsAndIsOptional) {
   EXPECT_TRUE(old->ranks.empty());
 }
 
+TEST(NodeRecordTest, NodeZerosLayoutStateRoundTripsAndIsAbsentWhenEmpty) {
+  NodeRecord r = Record(0);
+  r.layout_state_path = "/ckpt/layout.json";
+  r.layout_state = "{\"revision\": 2,\n \"stages\": []}";
+  auto back = DecodeNodeRecord(EncodeNodeRecord(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->layout_state_path, "/ckpt/layout.json");
+  EXPECT_EQ(back->layout_state, r.layout_state);
+  const std::string none = EncodeNodeRecord(Record(1));
+  EXPECT_EQ(none.find("layout_state"), std::string::npos) << none;
+  auto without = DecodeNodeRecord(none);
+  ASSERT_TRUE(without.ok()) << without.status().ToString();
+  EXPECT_TRUE(without->layout_state.empty());
+}
+
 TEST(NodeRecordTest, MalformedJsonIsAnErrorNotACrash) {
   for (const char* text : {"", "{", "[]", "{\"schema\":1}", "{\"schema\":2}", "null"}) {
     auto r = DecodeNodeRecord(text);

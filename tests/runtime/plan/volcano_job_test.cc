@@ -163,6 +163,11 @@ TEST(VolcanoJobTest, PipelineJobIsAValidGangJob) {
   const json& heavy = job["spec"]["tasks"][1];
   EXPECT_EQ(heavy["replicas"], 4);
   EXPECT_EQ(heavy["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.family"], "hopper");
+  // The header says how moved splits survive a job restart (a comment: no pod gets it unasked).
+  EXPECT_NE(yaml.find("# Live layer moves survive a job restart when every pod sets "
+                      "HETRUN_LAYOUT_STATE"),
+            std::string::npos);
+  EXPECT_EQ(env.count("HETRUN_LAYOUT_STATE"), 0u);
 }
 
 TEST(VolcanoJobTest, EveryPodGetsTheJobSecretAndAGracePeriodAboveHetrunsWorstCase) {

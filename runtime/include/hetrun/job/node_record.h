@@ -42,6 +42,10 @@ struct NodeRecord {
   int64_t stage_first_layer = 0;  ///< HETRUN_STAGE_LAYERS FIRST
   int64_t stage_layers = 0;       ///< HETRUN_STAGE_LAYERS COUNT
   std::vector<int> ranks;         ///< its workers' global ranks
+  // Node 0 only (hetrun/pipeline/layout_state.h): the layout state it read, so every node
+  // resumes from the same split; "" when none.
+  std::string layout_state_path;
+  std::string layout_state;  ///< the file's text
 };
 
 /// "node 1 (host-b)"
