@@ -59,10 +59,12 @@ struct Started {
 // their stage entry and the state path they were given.
 Started RunWithState(const TempDir& dir, const std::string& state) {
   const std::string plan = dir.WriteFile("plan.json", kPlan);
+  std::map<std::string, std::string> env = HetrunEnv(dir.path());
+  env["TMPDIR"] = dir.path();  // run folders of this run only (not shared with other tests)
   HetrunProcess run(
       {"run", "--nproc-per-node", "3", "--prefix-ranks", "--plan", plan, "--layout-state", state,
        "--", "/bin/sh", "-c", "echo layers=$HETRUN_STAGE_LAYERS state=$HETRUN_LAYOUT_STATE"},
-      HetrunEnv(dir.path()), dir.path());
+      env, dir.path());
   Started started;
   started.code = run.Wait(120s);
   started.out = run.out();
@@ -151,9 +153,10 @@ TEST(RunLayoutStateTest, AcrossTwoNodesBothResumeNodeZerosSplit) {
       ProcessOptions options;
       options.timeout = 120s;
       options.env = std::map<std::string, std::string>{
-          {"PATH", std::getenv("PATH")},           {"HETRUN_FAKE_GPUS", gpus[i]},
-          {"HETRUN_TERMINATION_LOG", "/dev/null"}, {"HETRUN_STAGE", std::to_string(i)},
-          {"HETRUN_STAGE_LAYERS", layers[i]},      {"HETRUN_LAYOUT_STATE", states[i]}};
+          {"PATH", std::getenv("PATH")},       {"TMPDIR", dir.path()},
+          {"HETRUN_FAKE_GPUS", gpus[i]},       {"HETRUN_TERMINATION_LOG", "/dev/null"},
+          {"HETRUN_STAGE", std::to_string(i)}, {"HETRUN_STAGE_LAYERS", layers[i]},
+          {"HETRUN_LAYOUT_STATE", states[i]}};
       results[i] = RunProcess({HETRUN_BINARY, "run", "--nnodes", "2", "--node-rank",
                                std::to_string(i), "--nproc-per-node", "2", "--master-addr",
                                "127.0.0.1", "--master-port", std::to_string(port), "--", "sh", "-c",
