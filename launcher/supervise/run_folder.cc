@@ -85,14 +85,30 @@ int RemoveStaleRunFolders(const std::string& base) {
 Result<std::unique_ptr<RunFolder>> RunFolder::Create(const std::string& base) {
   HETRUN_RETURN_IF_ERROR(PrepareBase(base));
   RemoveStaleRunFolders(base);
-  std::string pattern = base + "/run-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) return ErrnoError("mkdtemp", pattern, errno);
-  std::string lock = pattern + "/" + kLockName;
-  int fd = ::open(lock.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return ErrnoError("open", lock, errno).WithContext("run folder lock");
+  // The lock is made and locked in `base` under a name the sweep ignores, and only then moved
+  // into the new folder: a concurrent hetrun's sweep sees no lock (being created: left alone)
+  // or a held one, never one it could take in between (it would remove the new folder).
+  std::string held_lock = base + "/.lock-XXXXXX";
+  int fd = ::mkostemp(held_lock.data(), O_CLOEXEC);
+  if (fd < 0) return ErrnoError("mkostemp", held_lock, errno).WithContext("run folder lock");
   UniqueFd held(fd);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    return ErrnoError("flock", lock, errno).WithContext("run folder lock");
+    Status error = ErrnoError("flock", held_lock, errno).WithContext("run folder lock");
+    ::unlink(held_lock.c_str());
+    return error;
+  }
+  std::string pattern = base + "/run-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    Status error = ErrnoError("mkdtemp", pattern, errno);
+    ::unlink(held_lock.c_str());
+    return error;
+  }
+  const std::string lock = pattern + "/" + kLockName;
+  if (::rename(held_lock.c_str(), lock.c_str()) != 0) {
+    Status error = ErrnoError("rename", held_lock + " -> " + lock, errno);
+    ::unlink(held_lock.c_str());
+    ::rmdir(pattern.c_str());
+    return error.WithContext("run folder lock");
   }
   spdlog::debug("run folder {}", pattern);
   return std::unique_ptr<RunFolder>(new RunFolder(pattern, std::move(held)));

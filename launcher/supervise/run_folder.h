@@ -11,7 +11,9 @@
 //   cleanup   each run folder holds a lock (flock on .lock) for as long as its hetrun lives; the
 //             kernel drops it when that process dies, SIGKILL included. Every `hetrun run` first
 //             removes the run folders under base whose lock it can take: those of a hetrun that
-//             was killed before it could clean up.
+//             was killed before it could clean up. The lock is taken before it appears in the new
+//             folder (made as <base>/.lock-XXXXXX, locked, renamed in), so hetruns that start at
+//             once never take each other's new folder for a stale one.
 #pragma once
 
 #include <memory>
