@@ -14,13 +14,15 @@ The native part (hetrun._core) is a binding over hetrun's torch-free C++ core: t
 environment reader, windows, warm-up, cost model, speed-change detection and solver as the C++
 runtime and `hetrun simulate`. It does not link libtorch; the torch side is plain Python over
 torch.distributed, so it works with the torch of the user's image (see README "Python trainers").
+hetrun.pipeline binds the pipeline core for live re-balancing: the layout file (HETRUN_PLAN), the
+Rebalancer and the MeasurementLog (see README "Live re-balancing from Python").
 FSDP is out of scope: its forward all-gathers put other ranks' waiting inside any timed region.
 """
 
 from hetrun._core import __version__
 from hetrun._job import Job, beat, init
 
-__all__ = ["Job", "ShareBatchSampler", "Tuner", "WindowReport", "beat", "init", "__version__"]
+__all__ = ["Job", "ShareBatchSampler", "pipeline", "Tuner", "WindowReport", "beat", "init", "__version__"]
 
 # The torch side loads on first use: `import hetrun` and hetrun.beat() do not import torch.
 _LAZY = {"Tuner": "hetrun._tuner", "ShareBatchSampler": "hetrun._sampler",
@@ -28,6 +30,10 @@ _LAZY = {"Tuner": "hetrun._tuner", "ShareBatchSampler": "hetrun._sampler",
 
 
 def __getattr__(name):
+    if name == "pipeline":  # the layout file, Rebalancer, MeasurementLog (torch-free)
+        import importlib
+
+        return importlib.import_module("hetrun.pipeline")
     if name in _LAZY:
         import importlib
 

@@ -11,5 +11,7 @@ void BindJob(pybind11::module_& m);
 void BindSolver(pybind11::module_& m);
 /// WindowLoop: windows, warm-up, the controller and the per-window report.
 void BindWindowLoop(pybind11::module_& m);
+/// The pipeline layout file, the re-balance decision and the measurement log.
+void BindPipeline(pybind11::module_& m);
 
 }  // namespace hetrun::python

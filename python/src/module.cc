@@ -5,9 +5,14 @@
 #include "bindings.h"
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "hetrun's torch-free core: worker environment, heartbeat, tuner windows and solver";
+  m.doc() =
+      "hetrun's torch-free core: worker environment, heartbeat, tuner windows and solver, pipeline "
+      "re-balancer";
   m.attr("__version__") = HETRUN_VERSION_STRING;
   hetrun::python::BindJob(m);
   hetrun::python::BindSolver(m);
   hetrun::python::BindWindowLoop(m);
+  pybind11::module_ pipeline =
+      m.def_submodule("pipeline", "layout file, re-balancer, measurements");
+  hetrun::python::BindPipeline(pipeline);
 }

@@ -1,0 +1,219 @@
+"""A Python pipeline trainer that re-balances itself (README "Live re-balancing from Python"), run
+under `hetrun run --plan FILE` by test_pipeline_rebalance.py: one rank per stage, GPipe-style
+forward/backward of every micro-batch with send/recv of activations and gradients over Gloo, a
+float64 nn.Sequential of LAYERS layers, AdamW per stage. Each window every rank all-gathers its
+stage's figures, every rank asks the same Rebalancer, and a move sends the moving layers'
+parameters and AdamW state to their new stage. The compute is emulated by sleeping BASE_MS per
+layer and micro-batch forward (twice that backward), FACTOR times that on a stage given in
+--slow STAGE:FACTOR.
+
+    python pipeline_trainer.py --steps 14 --window 1 --slow 2:4 --out result.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+import hetrun
+import hetrun.pipeline as hp
+
+WIDTH, BATCH = 6, 8
+
+
+def full_model(layers: int) -> torch.nn.Sequential:
+    """The whole model, as the one-process reference builds it: the same seed on every rank."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.Tanh())
+                                 for _ in range(layers)]).double()
+
+
+def batch(step: int):
+    g = torch.Generator().manual_seed(1000 + step)
+    x = torch.randn(BATCH, WIDTH, generator=g, dtype=torch.float64)
+    return x, 0.5 * x.roll(1, dims=1)  # a target the model can learn
+
+
+def new_optimizer(params):
+    return torch.optim.AdamW(params, lr=0.02, weight_decay=0.01)
+
+
+class Stage:
+    """This rank's layers (a dict layer index -> module) and its optimizer."""
+
+    def __init__(self, layers: dict):
+        self.layers = layers
+        self.opt = new_optimizer(self.params())
+
+    def params(self):
+        return [p for i in sorted(self.layers) for p in self.layers[i].parameters()]
+
+    def forward(self, x):
+        for i in sorted(self.layers):
+            x = self.layers[i](x)
+        return x
+
+
+def send_layer(stage: Stage, layer: int, dst: int) -> int:
+    """Sends a layer's parameters and AdamW state (exp_avg, exp_avg_sq, step) to rank dst."""
+    module, sent = stage.layers.pop(layer), 0
+    for p in module.parameters():
+        state = stage.opt.state[p]
+        for t in (p.detach(), state["exp_avg"], state["exp_avg_sq"],
+                  state["step"].to(torch.float64).reshape(1)):
+            dist.send(t.contiguous(), dst)
+            sent += t.numel() * t.element_size()
+    return sent
+
+
+def recv_layer(stage: Stage, layer: int, src: int, template: torch.nn.Module, received: dict):
+    """Receives a layer from rank src into a module shaped like `template` (fresh values)."""
+    module = template
+    for p in module.parameters():
+        buffers = [torch.empty_like(p), torch.empty_like(p), torch.empty_like(p),
+                   torch.empty(1, dtype=torch.float64)]
+        for t in buffers:
+            dist.recv(t, src)
+        with torch.no_grad():
+            p.copy_(buffers[0])
+        received[p] = {"step": buffers[3].reshape(()).to(torch.get_default_dtype()),
+                       "exp_avg": buffers[1], "exp_avg_sq": buffers[2]}
+    stage.layers[layer] = module
+
+
+def move(stage: Stage, decision, my_stage: int, stage_rank: list, layers: int) -> int:
+    """Carries out a decision on this rank; every rank walks the same moves in layer order."""
+    kept = {p: stage.opt.state[p] for p in stage.params() if p in stage.opt.state}
+    received, moved = {}, 0
+    shapes = full_model(layers)  # modules of the right shape; their values are overwritten
+    for layer, src, dst in hp.layer_moves(decision.current_counts, decision.new_counts):
+        if my_stage == src:
+            moved += send_layer(stage, layer, stage_rank[dst])
+        elif my_stage == dst:
+            recv_layer(stage, layer, stage_rank[src], shapes[layer], received)
+    stage.opt = new_optimizer(stage.params())
+    for p in stage.params():
+        stage.opt.state[p] = kept.get(p) or received[p]
+    return moved
+
+
+def run_step(stage: Stage, step: int, micro: int, me: int, last: int, ranks: list, delay):
+    """One GPipe step; returns (loss or None, forward ms, backward ms) per micro-batch."""
+    x, y = batch(step)
+    xs, ys = x.chunk(micro), y.chunk(micro)
+    saved, loss_sum, fwd, bwd = [], 0.0, 0.0, 0.0
+    for m in range(micro):
+        inp = xs[m] if me == 0 else torch.empty(xs[m].shape, dtype=torch.float64)
+        if me > 0:
+            dist.recv(inp, ranks[me - 1])
+            inp.requires_grad_()
+        t0 = time.perf_counter()
+        out = stage.forward(inp)
+        loss = torch.nn.functional.mse_loss(out, ys[m]) / micro if me == last else None
+        time.sleep(delay)
+        fwd += time.perf_counter() - t0
+        if me < last:
+            dist.send(out.detach(), ranks[me + 1])
+        saved.append((inp, out, loss))
+    for inp, out, loss in reversed(saved):
+        grad = None
+        if me < last:
+            grad = torch.empty(out.shape, dtype=torch.float64)
+            dist.recv(grad, ranks[me + 1])
+        t0 = time.perf_counter()
+        if me == last:
+            loss.backward()
+            loss_sum += loss.item()
+        else:
+            out.backward(grad)
+        time.sleep(2 * delay)
+        bwd += time.perf_counter() - t0
+        if me > 0:
+            dist.send(inp.grad, ranks[me - 1])
+    stage.opt.step()
+    stage.opt.zero_grad(set_to_none=True)
+    return (loss_sum if me == last else None), 1e3 * fwd / micro, 1e3 * bwd / micro
+
+
+FIGURE = ("stage", "first_layer", "layers", "forward_ms", "backward_ms")
+
+
+def all_gather(mine: dict) -> list:
+    """Every rank's figure, in rank order: one float64 tensor of 5 numbers per rank (exact for
+    the integers, and bit-identical on every rank, so every rank decides the same)."""
+    t = torch.tensor([float(mine[k]) for k in FIGURE], dtype=torch.float64)
+    out = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(out, t)
+    return [dict(zip(FIGURE, v.tolist())) for v in out]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=14)
+    ap.add_argument("--window", type=int, default=1)
+    ap.add_argument("--slow", default="")
+    ap.add_argument("--base-ms", type=float, default=2.0)
+    ap.add_argument("--threshold", type=float, default=0.05)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+
+    job = hetrun.init()
+    dist.init_process_group("gloo")
+    plan_path = os.environ["HETRUN_PLAN"]
+    layout = hp.load_job_layout(plan_path)
+    me, last = layout.stage_of(job.rank), len(layout.stages) - 1
+    ranks = [s.ranks[0] for s in layout.stages]  # one replica per stage here
+    slow = dict(map(int, kv.split(":")) for kv in args.slow.split(",") if kv)
+    model = full_model(layout.num_layers)
+    first, count = layout.stages[me].first_layer, layout.stages[me].layers
+    stage = Stage({i: model[i] for i in range(first, first + count)})
+    rebalancer = hp.Rebalancer(layout, threshold=args.threshold)
+    log = hp.MeasurementLog.from_environment(layout, job.rank)
+    result = {"split_first": layout.counts, "losses": [], "moves": [], "reasons": []}
+    fwd_sum = bwd_sum = 0.0
+    for step in range(args.steps):
+        layers_now = layout.stages[me].layers
+        delay = slow.get(me, 1) * args.base_ms * layers_now / 1e3
+        loss, fwd, bwd = run_step(stage, step, layout.micro_batches, me, last, ranks, delay)
+        result["losses"].append(loss)
+        fwd_sum, bwd_sum = fwd_sum + fwd, bwd_sum + bwd
+        if (step + 1) % args.window:
+            continue
+        s = layout.stages[me]
+        mine = {"stage": me, "first_layer": s.first_layer, "layers": s.layers,
+                "forward_ms": fwd_sum / args.window, "backward_ms": bwd_sum / args.window}
+        fwd_sum = bwd_sum = 0.0
+        log.append(hp.WindowMeasurement(
+            window=step // args.window, revision=layout.revision, first_layer=s.first_layer,
+            layers=s.layers, samples=BATCH * args.window, micro_batches=layout.micro_batches,
+            forward_ms=mine["forward_ms"], backward_ms=mine["backward_ms"]))
+        decision = rebalancer.decide(hp.stage_window(all_gather(mine), len(layout.stages)))
+        result["reasons"].append(decision.reason)
+        if not decision.move:
+            continue
+        moved = move(stage, decision, me, ranks, layout.num_layers)
+        rebalancer.applied(decision)
+        layout = hp.with_split(layout, decision.new_counts)
+        if job.rank == 0:
+            hp.write_job_layout_file(layout, plan_path)
+        result["moves"].append({"step": step, "split": layout.counts, "bytes_sent": moved})
+        if job.rank == 0:
+            print(f"window {step // args.window}  move: {decision.reason}", flush=True)
+    result.update(split_final=layout.counts, revision=layout.revision,
+                  layers=sorted(stage.layers), params=[p.tolist() for p in stage.params()])
+    dist.barrier()  # rank 0 wrote the layout file before it got here
+    on_disk = hp.load_job_layout(plan_path)
+    result.update(file_split=on_disk.counts, file_revision=on_disk.revision)
+    with open(f"{args.out}.rank{job.rank}", "w") as f:
+        json.dump(result, f)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
