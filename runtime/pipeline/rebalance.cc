@@ -315,7 +315,7 @@ RebalanceDecision Rebalancer::Decide(std::span<const StageMeasurement> window) {
 RebalanceDecision Rebalancer::Judge(RebalanceDecision decision) {
   const std::string best = CountsText(decision.new_counts);
   if (decision.new_counts == counts_) {
-    pending_.clear();
+    confirm_streak_ = 0;
     return Hold(decision, "the current split " + best + " is the best for the measured speeds (" +
                               Ms(decision.predicted_current_iteration_ms) + " per iteration)");
   }
@@ -332,19 +332,16 @@ RebalanceDecision Rebalancer::Judge(RebalanceDecision decision) {
       " per iteration vs " + Ms(decision.predicted_current_iteration_ms) + " predicted, " +
       Ms(decision.measured_current_iteration_ms) + " measured (" + Percent(gain) + " shorter";
   if (!(gain >= required)) {
-    pending_.clear();
+    confirm_streak_ = 0;
     return Hold(decision, figures + ", below the " + Percent(required) +
                               " required: " + (left ? "a split left before needs " : "threshold ") +
                               Percent(base) + " + noise " + Percent(noise) + ")");
   }
-  if (pending_ == decision.new_counts) {
-    ++pending_streak_;
-  } else {
-    pending_ = decision.new_counts;
-    pending_streak_ = 1;
-  }
-  if (pending_streak_ < options_.confirm_windows) {
-    return Hold(decision, figures + "), confirming: " + std::to_string(pending_streak_) + " of " +
+  // Confirmation counts windows in a row in which some move beats the required gain; the move
+  // taken is this window's winner (noise and settling averages may shift it a layer a window).
+  ++confirm_streak_;
+  if (confirm_streak_ < options_.confirm_windows) {
+    return Hold(decision, figures + "), confirming: " + std::to_string(confirm_streak_) + " of " +
                               std::to_string(options_.confirm_windows) + " windows");
   }
   decision.move = true;
@@ -359,8 +356,7 @@ void Rebalancer::Applied(const RebalanceDecision& decision) {
   counts_ = decision.new_counts;
   measured_sum_ms_.assign(counts_.size(), 0.0);
   windows_under_split_ = 0;
-  pending_.clear();
-  pending_streak_ = 0;
+  confirm_streak_ = 0;
   ++moves_;
 }
 

@@ -174,6 +174,52 @@ TEST(RebalancerTest, AMoveIsConfirmedFirstAndTheNextWindowOnlySettles) {
   EXPECT_NE(after.reason.find("is the best"), std::string::npos) << after.reason;
 }
 
+TEST(RebalancerTest, AWinnerThatDriftsBetweenTheConfirmingWindowsStillMoves) {
+  // Windows 1-3 at speeds 1:3 make 4,12 the winner; window 4 measures stage 1 slower, the
+  // averages shift the winner, and some move still wins: window 4's winner is taken.
+  TrueJob job{{1.0, 3.0}, std::vector<double>(16, 1.0)};
+  auto rebalancer = Rebalancer::Create(Layout({8, 8}, 4), {});
+  ASSERT_TRUE(rebalancer.ok());
+  for (int w = 1; w <= 2; ++w) EXPECT_FALSE(rebalancer->Decide(job.Window({8, 8})).move);
+  RebalanceDecision first = rebalancer->Decide(job.Window({8, 8}));
+  EXPECT_FALSE(first.move);
+  EXPECT_NE(first.reason.find("confirming: 1 of 2"), std::string::npos) << first.reason;
+  EXPECT_EQ(first.new_counts, (std::vector<int64_t>{4, 12}));
+  job.speeds = {1.0, 0.5};
+  RebalanceDecision second = rebalancer->Decide(job.Window({8, 8}));
+  ASSERT_TRUE(second.move) << second.reason;
+  EXPECT_NE(second.new_counts, first.new_counts);
+  EXPECT_EQ(second.new_counts, (std::vector<int64_t>{5, 11}));
+  EXPECT_EQ(second.reason.rfind("move: 8,8 -> split 5,11", 0), 0u) << second.reason;
+}
+
+TEST(RebalancerTest, AWindowInWhichNoMoveWinsRestartsTheConfirmation) {
+  TrueJob job{{1.0, 3.0}, std::vector<double>(16, 1.0)};
+  auto rebalancer = Rebalancer::Create(Layout({8, 8}, 4), {});
+  ASSERT_TRUE(rebalancer.ok());
+  for (int w = 1; w <= 2; ++w) EXPECT_FALSE(rebalancer->Decide(job.Window({8, 8})).move);
+  RebalanceDecision first = rebalancer->Decide(job.Window({8, 8}));
+  EXPECT_NE(first.reason.find("confirming: 1 of 2"), std::string::npos) << first.reason;
+  // A window that makes 8,8 look balanced: stage 0 as fast as stage 1 and stage 1 slowed, so the
+  // averaged speeds leave no move with the required gain.
+  job.speeds = {30.0, 0.3};
+  RebalanceDecision none = rebalancer->Decide(job.Window({8, 8}));
+  EXPECT_FALSE(none.move);
+  EXPECT_EQ(none.reason.find("confirming"), std::string::npos) << none.reason;
+  // Back at 1:3, the first window in which a move wins again starts counting from 1.
+  job.speeds = {1.0, 3.0};
+  bool confirming = false;
+  for (int w = 0; w < 8 && !confirming; ++w) {
+    RebalanceDecision again = rebalancer->Decide(job.Window({8, 8}));
+    ASSERT_FALSE(again.move) << again.reason;
+    confirming = again.reason.find("confirming") != std::string::npos;
+    if (confirming) {
+      EXPECT_NE(again.reason.find("confirming: 1 of 2"), std::string::npos) << again.reason;
+    }
+  }
+  EXPECT_TRUE(confirming);
+}
+
 TEST(RebalancerTest, MeasurementsOfAnotherSplitOrWithBadNumbersAreNotUsed) {
   auto rebalancer = Rebalancer::Create(Layout({8, 8}, 4), {.confirm_windows = 1, .min_windows = 1});
   ASSERT_TRUE(rebalancer.ok());

@@ -74,7 +74,9 @@ struct RebalanceOptions {
   int64_t settle_windows = 1;
   /// Speeds are averaged over the last this many windows (noise shrinks as 1/sqrt(n)).
   int64_t history_windows = 8;
-  /// The same new split must win this many windows in a row before it is taken.
+  /// Some move must beat the required gain this many windows in a row before one is taken (the
+  /// last window's winner: it need not be the same split every window, so a winner that drifts a
+  /// layer per window as the averages settle is not held back; every guard applies each window).
   int64_t confirm_windows = 2;
   /// No decision before this many windows were measured (the first speeds are the noisiest).
   int64_t min_windows = 3;
@@ -138,8 +140,7 @@ class Rebalancer {
   int64_t windows_under_split_ = 0;
   int64_t moves_ = 0;
   std::vector<std::vector<int64_t>> left_splits_;
-  std::vector<int64_t> pending_;  ///< the new split that won the last window(s)
-  int64_t pending_streak_ = 0;
+  int64_t confirm_streak_ = 0;  ///< windows in a row in which some move won
 };
 
 }  // namespace hetrun::pipeline
