@@ -122,23 +122,28 @@ Status Exchange(Runtime& rt, std::vector<Parcel>& sends, std::vector<Parcel>& re
     for (Parcel& p : sends) {
       if ((p.*field).numel() == 0) continue;
       buffers.push_back({p.*field});
-      works.push_back(world.send(buffers.back(), p.peer, tag));
       what.push_back(std::string("send of the ") + round + " to rank " + std::to_string(p.peer));
+      works.push_back(world.send(buffers.back(), p.peer, tag));
     }
     for (Parcel& p : receives) {
       if ((p.*field).numel() == 0) continue;
       buffers.push_back({p.*field});
-      works.push_back(world.recv(buffers.back(), p.peer, tag));
       what.push_back(std::string("receive of the ") + round + " from rank " +
                      std::to_string(p.peer));
+      works.push_back(world.recv(buffers.back(), p.peer, tag));
     }
     if (coalesce) {
-      works.push_back(world.endCoalescing());
       what.push_back(std::string("the coalesced ") + round);
+      works.push_back(world.endCoalescing());
     }
   } catch (const std::exception& e) {
+    // Posting can fail before the failed pair is known (Gloo: "Connection closed by peer"):
+    // name every pair of the round, so the dead peer is among them.
+    std::string pairs;
+    for (const std::string& w : what) pairs += (pairs.empty() ? "" : ", ") + w;
     return UnavailableError(std::string("layer move: posting the ") + round + " on rank " +
-                            std::to_string(rt.rank()) + ": " + e.what());
+                            std::to_string(rt.rank()) + " (" + (pairs.empty() ? "no pair" : pairs) +
+                            "): " + e.what());
   }
   for (size_t i = 0; i < works.size(); ++i) {
     try {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import random
 import socket
 import subprocess
 import sys
@@ -23,6 +24,16 @@ DEADLINE_S = 300  # generous: the machine may be loaded; tests never assert spee
 
 
 def free_port() -> int:
+    # Below Linux's ephemeral range (32768-60999): no outgoing connection of a parallel test
+    # takes the port between this call and the listener's bind (as tests/testing/free_port.cc).
+    for _ in range(64):
+        port = random.randint(20000, 32767)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

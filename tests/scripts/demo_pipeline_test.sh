@@ -11,7 +11,15 @@ trap 'rm -f "$out"' EXIT
 fail() { cat "$out"; echo "FAIL: $*" >&2; exit 1; }
 # A free port for the job's rendezvous: ctest runs other `hetrun run` tests beside this one, and
 # the default (torchrun's 29500) may be taken.
-HETRUN_MASTER_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+HETRUN_MASTER_PORT=$(python3 -c '
+import random, socket
+for _ in range(64):  # below the ephemeral range, as tests/testing/free_port.cc
+    p = random.randint(20000, 32767)
+    try:
+        socket.socket().bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass
+')
 export HETRUN_MASTER_PORT
 "$src/scripts/demo_pipeline" "$build" --quick > "$out" 2>&1 || fail "demo_pipeline exited $?"
 grep -Eq '^1 +9,25 +[0-9.]+,[0-9.]+ +[0-9.]+ +[0-9.]+ ' "$out" ||

@@ -24,6 +24,7 @@
 #include "free_port.h"
 #include "hetrun/pipeline/job_layout.h"
 #include "run_process.h"
+#include "summary_file.h"
 
 namespace hetrun {
 namespace {
@@ -31,6 +32,7 @@ namespace {
 using testing::FreePort;
 using testing::ProcessOptions;
 using testing::ProcessResult;
+using testing::ReadSummary;
 using testing::RunProcess;
 using testing::TempDir;
 
@@ -47,16 +49,6 @@ ProcessOptions Options(const TempDir& dir) {
       {"OMP_NUM_THREADS", "1"}};
   options.timeout = std::chrono::seconds(280);
   return options;
-}
-
-std::map<std::string, std::string> ReadSummary(const std::string& path) {
-  std::map<std::string, std::string> values;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    size_t eq = line.find('=');
-    if (eq != std::string::npos) values[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return values;
 }
 
 std::vector<double> Numbers(std::istream& in, char separator) {

@@ -16,6 +16,7 @@
 
 #include "free_port.h"
 #include "run_process.h"
+#include "summary_file.h"
 
 namespace hetrun {
 namespace {
@@ -23,20 +24,11 @@ namespace {
 using testing::FreePort;
 using testing::ProcessOptions;
 using testing::ProcessResult;
+using testing::ReadSummary;
 using testing::RunProcess;
 using testing::TempDir;
 
 /// key=value lines of the trainer's --summary file.
-std::map<std::string, std::string> ReadSummary(const std::string& path) {
-  std::map<std::string, std::string> values;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    size_t eq = line.find('=');
-    if (eq != std::string::npos) values[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return values;
-}
-
 std::vector<int64_t> ParseShares(const std::string& text) {
   std::vector<int64_t> shares;
   std::stringstream in(text);

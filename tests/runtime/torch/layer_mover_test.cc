@@ -6,41 +6,21 @@
 #include <hetrun/layer_mover.h>
 #include <torch/torch.h>
 
-#include <future>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "free_port.h"
 #include "run_process.h"
+#include "world_workers.h"
 
 namespace hetrun {
 namespace {
 
-using testing::FreePort;
 using testing::ProcessResult;
-using testing::RunProcess;
 
 std::vector<ProcessResult> RunWorkers(int world, const std::string& mode) {
-  int port = FreePort();
-  std::vector<std::future<ProcessResult>> running;
-  for (int r = 0; r < world; ++r) {
-    testing::ProcessOptions options;
-    options.env = std::map<std::string, std::string>{
-        {"RANK", std::to_string(r)},       {"WORLD_SIZE", std::to_string(world)},
-        {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(world)},
-        {"MASTER_ADDR", "127.0.0.1"},      {"MASTER_PORT", std::to_string(port)},
-        {"PATH", "/usr/bin:/bin"},         {"OMP_NUM_THREADS", "1"},
-        {"CUDA_VISIBLE_DEVICES", ""}};
-    options.timeout = std::chrono::seconds(100);
-    std::vector<std::string> argv{HETRUN_MOVER_WORKER, mode};
-    running.push_back(
-        std::async(std::launch::async, [options, argv] { return RunProcess(argv, options); }));
-  }
-  std::vector<ProcessResult> results;
-  for (auto& f : running) results.push_back(f.get());
-  return results;
+  return testing::RunWorldWorkers(world, {HETRUN_MOVER_WORKER, mode}, std::chrono::seconds(100));
 }
 
 std::vector<std::string> OkLines(const std::string& out) {

@@ -7,42 +7,25 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <future>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "free_port.h"
 #include "run_process.h"
+#include "world_workers.h"
 
 namespace hetrun {
 namespace {
 
-using testing::FreePort;
 using testing::ProcessResult;
-using testing::RunProcess;
 
 std::vector<ProcessResult> RunWorkers(int world, const std::string& mode,
                                       const std::string& bucket_bytes = "") {
-  int port = FreePort();
-  std::vector<std::future<ProcessResult>> running;
-  for (int r = 0; r < world; ++r) {
-    testing::ProcessOptions options;
-    options.env = std::map<std::string, std::string>{
-        {"RANK", std::to_string(r)},       {"WORLD_SIZE", std::to_string(world)},
-        {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(world)},
-        {"MASTER_ADDR", "127.0.0.1"},      {"MASTER_PORT", std::to_string(port)},
-        {"PATH", "/usr/bin:/bin"},         {"OMP_NUM_THREADS", "1"},
-        {"CUDA_VISIBLE_DEVICES", ""}};
-    options.timeout = std::chrono::seconds(90);
-    std::vector<std::string> argv{HETRUN_RUNTIME_WORKER, mode};
-    if (!bucket_bytes.empty()) argv.push_back(bucket_bytes);
-    running.push_back(
-        std::async(std::launch::async, [options, argv] { return RunProcess(argv, options); }));
-  }
-  std::vector<ProcessResult> results;
-  for (auto& f : running) results.push_back(f.get());
+  std::vector<std::string> argv{HETRUN_RUNTIME_WORKER, mode};
+  if (!bucket_bytes.empty()) argv.push_back(bucket_bytes);
+  std::vector<ProcessResult> results =
+      testing::RunWorldWorkers(world, argv, std::chrono::seconds(90));
   // Keep the workers' result lines; drop the runtime's log lines ("[date] [info] ...").
   for (ProcessResult& result : results) {
     std::istringstream lines(result.out);
