@@ -86,6 +86,31 @@ bool ParseForcedSplit(const std::string& text, std::vector<ForcedSplit>* out) {
   return true;
 }
 
+// The outputs' and the pipeline mode's flags that take a path, a split or nothing; false when
+// `arg` is none of them or its value is missing or bad.
+bool ParseOutputOrPipelineFlag(const std::string& arg, int argc, char** argv, int* i,
+                               Flags* flags) {
+  const bool has_value = *i + 1 < argc;
+  if (arg == "--summary" && has_value) {
+    flags->summary = argv[++*i];
+  } else if (arg == "--save-params" && has_value) {
+    flags->save_params = argv[++*i];
+  } else if (arg == "--force-split" && has_value) {
+    return ParseForcedSplit(argv[++*i], &flags->forced_splits);
+  } else if (arg == "--reference") {
+    flags->reference = true;
+  } else if (arg == "--double") {
+    flags->float64 = true;
+  } else if (arg == "--rebalance") {
+    flags->rebalance = true;
+  } else if (arg == "--no-rebalance") {
+    flags->rebalance = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -139,24 +164,10 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
       hetrun::Result<double> v = hetrun::ParseDouble(argv[++i]);
       ok = v.ok() && *v > 0;
       if (ok) flags->lr = *v;
-    } else if (arg == "--summary" && i + 1 < argc) {
-      flags->summary = argv[++i];
-    } else if (arg == "--save-params" && i + 1 < argc) {
-      flags->save_params = argv[++i];
-    } else if (arg == "--reference") {
-      flags->reference = true;
-    } else if (arg == "--double") {
-      flags->float64 = true;
-    } else if (arg == "--rebalance") {
-      flags->rebalance = true;
-    } else if (arg == "--no-rebalance") {
-      flags->rebalance = false;
     } else if (arg == "--rebalance-threshold") {
       ok = fraction(&flags->rebalance_threshold);
-    } else if (arg == "--force-split" && i + 1 < argc) {
-      ok = ParseForcedSplit(argv[++i], &flags->forced_splits);
     } else {
-      ok = false;
+      ok = ParseOutputOrPipelineFlag(arg, argc, argv, &i, flags);
     }
     if (!ok) {
       *error = "bad or incomplete flag '" + arg + "' (see the usage at the top of main.cc)";

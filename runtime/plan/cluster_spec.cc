@@ -131,6 +131,73 @@ std::vector<std::string> ClusterSpec::TaskOrder() const {
   return order;
 }
 
+namespace {
+
+// What the stage entries have said so far: one family and one GPU count per task, and the
+// stages of each task (the next stage's VC_TASK_INDEX).
+struct TaskBook {
+  std::map<std::string, std::string> family_of_task;
+  std::map<std::string, int64_t> replicas;
+  std::map<std::string, int64_t> gpus_of_task;
+};
+
+// One entry of $.stages, expanded into `count` stages appended to cluster->stages.
+Status ParseStageEntry(const nlohmann::json& entry, const JsonPlace& at,
+                       const std::optional<Link>& default_network,
+                       const std::optional<Link>& default_nvlink, TaskBook* book,
+                       ClusterSpec* cluster) {
+  HETRUN_RETURN_IF_ERROR(internal::CheckObject(
+      entry, at, {"task", "family", "count", "memory_bytes", "gpus", "network", "nvlink"}));
+  HETRUN_ASSIGN_OR_RETURN(std::string task, internal::RequiredString(entry, at, "task"));
+  if (!IsDnsLabel(task)) {
+    return at.Key("task").Error("'" + internal::Shown(task) +
+                                "' is not an RFC 1123 label (lower-case letters, digits, '-', "
+                                "at most 63), as Volcano requires of task names");
+  }
+  HETRUN_ASSIGN_OR_RETURN(std::string family, internal::RequiredString(entry, at, "family"));
+  auto speed = cluster->family_speed.find(family);
+  if (speed == cluster->family_speed.end()) {
+    std::string known;
+    for (const auto& [name, unused] : cluster->family_speed) {
+      known += (known.empty() ? "" : ", ") + name;
+    }
+    return at.Key("family").Error("unknown GPU family '" + internal::Shown(family) +
+                                  "' (known: " + known + "; add it to $.family_speed)");
+  }
+  auto [previous, inserted] = book->family_of_task.emplace(task, family);
+  if (!inserted && previous->second != family) {
+    return at.Key("family").Error("task '" + task + "' is on family '" + previous->second +
+                                  "' in an earlier entry; one task has one node selector");
+  }
+  HETRUN_ASSIGN_OR_RETURN(int64_t count, internal::IntegerOr(entry, at, "count", 1, 1, kMaxStages));
+  HETRUN_ASSIGN_OR_RETURN(
+      int64_t gpus,
+      internal::IntegerOr(entry, at, "gpus", std::max<int64_t>(cluster->gpus_per_pod, 1), 1, 1024));
+  auto [earlier, first_entry] = book->gpus_of_task.emplace(task, gpus);
+  if (!first_entry && earlier->second != gpus) {
+    return at.Key("gpus").Error("task '" + task + "' has " + std::to_string(earlier->second) +
+                                " GPUs per stage in an earlier entry; one task has one pod "
+                                "template");
+  }
+  HETRUN_ASSIGN_OR_RETURN(auto memory, internal::OptionalBytes(entry, at, "memory_bytes"));
+  if (!memory) return at.Key("memory_bytes").Error("missing (bytes a stage may hold)");
+  if (static_cast<int64_t>(cluster->stages.size()) + count > kMaxStages) {
+    return at.Key("count").Error("the cluster expands to more than " + std::to_string(kMaxStages) +
+                                 " stages");
+  }
+  HETRUN_ASSIGN_OR_RETURN(auto network,
+                          ParseLink(entry, at, "network", NetworkLinkTable(), default_network));
+  HETRUN_ASSIGN_OR_RETURN(auto nvlink,
+                          ParseLink(entry, at, "nvlink", NvlinkTable(), default_nvlink));
+  for (int64_t k = 0; k < count; ++k) {
+    cluster->stages.push_back(
+        {task, book->replicas[task]++, family, speed->second, *memory, gpus, network, nvlink});
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_view source) {
   HETRUN_ASSIGN_OR_RETURN(nlohmann::json root, internal::ParseJsonText(json_text, source));
   JsonPlace place{std::string(source), "$"};
@@ -163,60 +230,10 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
   if (!stages->is_array() || stages->empty()) {
     return stages_at.Error("must be a non-empty list of stage groups");
   }
-  std::map<std::string, std::string> family_of_task;
-  std::map<std::string, int64_t> replicas;
-  std::map<std::string, int64_t> gpus_of_task;
+  TaskBook book;
   for (size_t i = 0; i < stages->size(); ++i) {
-    const nlohmann::json& entry = (*stages)[i];
-    JsonPlace at = stages_at.Index(i);
-    HETRUN_RETURN_IF_ERROR(internal::CheckObject(
-        entry, at, {"task", "family", "count", "memory_bytes", "gpus", "network", "nvlink"}));
-    HETRUN_ASSIGN_OR_RETURN(std::string task, internal::RequiredString(entry, at, "task"));
-    if (!IsDnsLabel(task)) {
-      return at.Key("task").Error("'" + internal::Shown(task) +
-                                  "' is not an RFC 1123 label (lower-case letters, digits, '-', "
-                                  "at most 63), as Volcano requires of task names");
-    }
-    HETRUN_ASSIGN_OR_RETURN(std::string family, internal::RequiredString(entry, at, "family"));
-    auto speed = cluster.family_speed.find(family);
-    if (speed == cluster.family_speed.end()) {
-      std::string known;
-      for (const auto& [name, unused] : cluster.family_speed) {
-        known += (known.empty() ? "" : ", ") + name;
-      }
-      return at.Key("family").Error("unknown GPU family '" + internal::Shown(family) +
-                                    "' (known: " + known + "; add it to $.family_speed)");
-    }
-    auto [previous, inserted] = family_of_task.emplace(task, family);
-    if (!inserted && previous->second != family) {
-      return at.Key("family").Error("task '" + task + "' is on family '" + previous->second +
-                                    "' in an earlier entry; one task has one node selector");
-    }
-    HETRUN_ASSIGN_OR_RETURN(int64_t count,
-                            internal::IntegerOr(entry, at, "count", 1, 1, kMaxStages));
-    HETRUN_ASSIGN_OR_RETURN(
-        int64_t gpus, internal::IntegerOr(entry, at, "gpus",
-                                          std::max<int64_t>(cluster.gpus_per_pod, 1), 1, 1024));
-    auto [earlier, first_entry] = gpus_of_task.emplace(task, gpus);
-    if (!first_entry && earlier->second != gpus) {
-      return at.Key("gpus").Error("task '" + task + "' has " + std::to_string(earlier->second) +
-                                  " GPUs per stage in an earlier entry; one task has one pod "
-                                  "template");
-    }
-    HETRUN_ASSIGN_OR_RETURN(auto memory, internal::OptionalBytes(entry, at, "memory_bytes"));
-    if (!memory) return at.Key("memory_bytes").Error("missing (bytes a stage may hold)");
-    if (static_cast<int64_t>(cluster.stages.size()) + count > kMaxStages) {
-      return at.Key("count").Error("the cluster expands to more than " +
-                                   std::to_string(kMaxStages) + " stages");
-    }
-    HETRUN_ASSIGN_OR_RETURN(auto network,
-                            ParseLink(entry, at, "network", NetworkLinkTable(), default_network));
-    HETRUN_ASSIGN_OR_RETURN(auto nvlink,
-                            ParseLink(entry, at, "nvlink", NvlinkTable(), default_nvlink));
-    for (int64_t k = 0; k < count; ++k) {
-      cluster.stages.push_back(
-          {task, replicas[task]++, family, speed->second, *memory, gpus, network, nvlink});
-    }
+    HETRUN_RETURN_IF_ERROR(ParseStageEntry((*stages)[i], stages_at.Index(i), default_network,
+                                           default_nvlink, &book, &cluster));
   }
   return cluster;
 }
