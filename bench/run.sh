@@ -10,6 +10,11 @@ for b in "$build"/bench/*_bench; do
   echo "== $(basename "$b")"
   "$b" --benchmark_counters_tabular=true || status=1
 done
+# The re-balancer under noisy stage times (deterministic seeds; prints its table).
+if [[ -x $build/bench/rebalance_noise ]]; then
+  echo "== rebalance_noise"
+  "$build/bench/rebalance_noise" || status=1
+fi
 for s in "$here"/*.sh; do
   [[ $(basename "$s") == run.sh ]] && continue
   echo "== $(basename "$s")"
