@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 import hetrun
+import hetrun.layer_moves as lm
 import hetrun.pipeline as hp
 
 WIDTH, BATCH = 6, 8
@@ -59,47 +60,32 @@ class Stage:
         return x
 
 
-def send_layer(stage: Stage, layer: int, dst: int) -> int:
-    """Sends a layer's parameters and AdamW state (exp_avg, exp_avg_sq, step) to rank dst."""
-    module, sent = stage.layers.pop(layer), 0
-    for p in module.parameters():
-        state = stage.opt.state[p]
-        for t in (p.detach(), state["exp_avg"], state["exp_avg_sq"],
-                  state["step"].to(torch.float64).reshape(1)):
-            dist.send(t.contiguous(), dst)
-            sent += t.numel() * t.element_size()
-    return sent
-
-
-def recv_layer(stage: Stage, layer: int, src: int, template: torch.nn.Module, received: dict):
-    """Receives a layer from rank src into a module shaped like `template` (fresh values)."""
-    module = template
-    for p in module.parameters():
-        buffers = [torch.empty_like(p), torch.empty_like(p), torch.empty_like(p),
-                   torch.empty(1, dtype=torch.float64)]
-        for t in buffers:
-            dist.recv(t, src)
-        with torch.no_grad():
-            p.copy_(buffers[0])
-        received[p] = {"step": buffers[3].reshape(()).to(torch.get_default_dtype()),
-                       "exp_avg": buffers[1], "exp_avg_sq": buffers[2]}
-    stage.layers[layer] = module
-
-
-def move(stage: Stage, decision, my_stage: int, stage_rank: list, layers: int) -> int:
-    """Carries out a decision on this rank; every rank walks the same moves in layer order."""
+def move(stage: Stage, old_layout, new_layout, rank: int) -> int:
+    """Carries out a move on this rank with the package's mover (hetrun.layer_moves):
+    parameters and AdamW state travel, the optimizer is rebuilt with kept and received state."""
     kept = {p: stage.opt.state[p] for p in stage.params() if p in stage.opt.state}
-    received, moved = {}, 0
-    shapes = full_model(layers)  # modules of the right shape; their values are overwritten
-    for layer, src, dst in hp.layer_moves(decision.current_counts, decision.new_counts):
-        if my_stage == src:
-            moved += send_layer(stage, layer, stage_rank[dst])
-        elif my_stage == dst:
-            recv_layer(stage, layer, stage_rank[src], shapes[layer], received)
+    received = {}
+    shapes = full_model(old_layout.num_layers)  # modules of the right shape, values overwritten
+
+    def export_layer(layer):
+        module = stage.layers.pop(layer)
+        return lm.export_adam_layer(stage.opt, list(module.parameters()))
+
+    def import_layer(layer, tensors):
+        module = shapes[layer]
+        received.update(lm.import_adam_layer(list(module.parameters()), tensors))
+        stage.layers[layer] = module
+
+    report = lm.move_layers(old_layout, new_layout, rank, export_layer, import_layer)
+    mine = new_layout.stages[new_layout.stage_of(rank)]  # replicas that sent nothing drop too
+    for layer in [i for i in stage.layers if not 0 <= i - mine.first_layer < mine.layers]:
+        del stage.layers[layer]
     stage.opt = new_optimizer(stage.params())
     for p in stage.params():
-        stage.opt.state[p] = kept.get(p) or received[p]
-    return moved
+        state = kept.get(p) or received.get(p)
+        if state:
+            stage.opt.state[p] = state
+    return report.bytes_sent
 
 
 def run_step(stage: Stage, step: int, micro: int, me: int, last: int, ranks: list, delay):
@@ -196,9 +182,10 @@ def main() -> None:
         result["reasons"].append(decision.reason)
         if not decision.move:
             continue
-        moved = move(stage, decision, me, ranks, layout.num_layers)
+        new_layout = hp.with_split(layout, decision.new_counts)
+        moved = move(stage, layout, new_layout, job.rank)
         rebalancer.applied(decision)
-        layout = hp.with_split(layout, decision.new_counts)
+        layout = new_layout
         if job.rank == 0:
             hp.write_job_layout_file(layout, plan_path)
         result["moves"].append({"step": step, "split": layout.counts, "bytes_sent": moved})
