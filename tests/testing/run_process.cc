@@ -128,4 +128,18 @@ std::string TempDir::WriteFile(const std::string& name, const std::string& conte
   return full.string();
 }
 
+ProcessOptions IsolatedIn(const TempDir& dir, std::chrono::milliseconds timeout,
+                          const std::map<std::string, std::string>& extra) {
+  ProcessOptions options;
+  const char* path = std::getenv("PATH");
+  std::map<std::string, std::string> env{{"PATH", path ? path : "/usr/bin:/bin"},
+                                         {"HOME", dir.path()},
+                                         {"TMPDIR", dir.path()},
+                                         {"OMP_NUM_THREADS", "1"}};
+  for (const auto& [key, value] : extra) env[key] = value;
+  options.env = std::move(env);
+  options.timeout = timeout;
+  return options;
+}
+
 }  // namespace hetrun::testing

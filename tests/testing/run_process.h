@@ -28,6 +28,13 @@ struct ProcessOptions {
 /// Runs argv[0] (searched in PATH) and waits for it; SIGKILLs its process group at the timeout.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
+class TempDir;
+
+/// Options for a child that lives in `dir`: its whole environment is PATH (this process's, else
+/// /usr/bin:/bin), HOME and TMPDIR = dir, OMP_NUM_THREADS=1, plus `extra`.
+ProcessOptions IsolatedIn(const TempDir& dir, std::chrono::milliseconds timeout,
+                          const std::map<std::string, std::string>& extra = {});
+
 /// A fresh empty directory under $TMPDIR, removed by the destructor.
 class TempDir {
  public:

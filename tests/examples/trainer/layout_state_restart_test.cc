@@ -26,15 +26,8 @@ using testing::RunProcess;
 using testing::TempDir;
 
 ProcessOptions Options(const TempDir& dir) {
-  ProcessOptions options;
-  options.env = std::map<std::string, std::string>{
-      {"PATH", std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin"},
-      {"HOME", dir.path()},
-      {"TMPDIR", dir.path()},
-      {"OMP_NUM_THREADS", "1"},
-      {"HETRUN_TERMINATION_LOG", "/dev/null"}};
-  options.timeout = std::chrono::seconds(280);
-  return options;
+  return testing::IsolatedIn(dir, std::chrono::seconds(280),
+                             {{"HETRUN_TERMINATION_LOG", "/dev/null"}});
 }
 
 // `hetrun run --plan PLAN --layout-state STATE -- trainer FLAGS...` over 3 workers.

@@ -41,14 +41,7 @@ using testing::TempDir;
 const std::vector<std::string> kModel = {"--layers", "4", "--seq", "8", "--dim", "16", "--double"};
 
 ProcessOptions Options(const TempDir& dir) {
-  ProcessOptions options;
-  options.env = std::map<std::string, std::string>{
-      {"PATH", std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin"},
-      {"HOME", dir.path()},
-      {"TMPDIR", dir.path()},
-      {"OMP_NUM_THREADS", "1"}};
-  options.timeout = std::chrono::seconds(280);
-  return options;
+  return testing::IsolatedIn(dir, std::chrono::seconds(280));
 }
 
 std::vector<double> Numbers(std::istream& in, char separator) {
