@@ -39,14 +39,18 @@ Status PrepareBase(const std::string& base) {
   return Status::Ok();
 }
 
-// True when `dir`'s lock can be taken: its hetrun is gone.
+// True when `dir`'s lock can be taken and its lock file is still linked: its hetrun is gone.
+// A RunFolder removes its folder (lock file included) before it lets go of the lock, so a lock
+// taken on an unlinked file means the folder was just removed by its own hetrun, not left behind.
 bool IsStale(const std::string& dir) {
   std::string lock = dir + "/" + kLockName;
   int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;  // being created right now (or not ours): leave it
-  bool stale = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-  ::close(fd);
-  return stale;
+  if (fd < 0) return false;  // being created or removed right now (or not ours): leave it
+  UniqueFd owned(fd);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return false;
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) return false;
+  return info.st_nlink > 0;
 }
 
 }  // namespace
@@ -70,11 +74,12 @@ int RemoveStaleRunFolders(const std::string& base) {
     }
     if (!IsStale(entry.path().string())) continue;
     std::error_code remove_error;
-    fs::remove_all(entry.path(), remove_error);
+    const std::uintmax_t entries = fs::remove_all(entry.path(), remove_error);
     if (remove_error) {
       spdlog::warn("stale run folder {}: {}", entry.path().string(), remove_error.message());
       continue;
     }
+    if (entries == 0) continue;  // gone in between: removed by someone else
     spdlog::info("removed the run folder {} of a hetrun that did not clean up (killed?)",
                  entry.path().string());
     ++removed;
