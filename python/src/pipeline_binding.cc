@@ -233,7 +233,8 @@ void BindMeasurementTypes(py::module_& m) {
       .def_readwrite("micro_batches", &WindowMeasurement::micro_batches)
       .def_readwrite("forward_ms", &WindowMeasurement::forward_ms)
       .def_readwrite("backward_ms", &WindowMeasurement::backward_ms)
-      .def_readwrite("layer_ms", &WindowMeasurement::layer_ms);
+      .def_readwrite("layer_ms", &WindowMeasurement::layer_ms)
+      .def_readwrite("attempt", &WindowMeasurement::attempt);
 
   py::class_<RankMeasurements>(m, "RankMeasurements")
       .def_readonly("rank", &RankMeasurements::rank)
@@ -267,12 +268,13 @@ bool Append(MeasurementLog& log, const WindowMeasurement& window) {
 
 void BindMeasurementLog(py::module_& m) {
   py::class_<MeasurementLog>(m, "MeasurementLog")
-      .def(py::init([](const JobLayout& layout, int rank, std::string path) {
-             return ValueOrThrow(MeasurementLog::Create(layout, rank, std::move(path)));
+      .def(py::init([](const JobLayout& layout, int rank, std::string path, int64_t attempt) {
+             return ValueOrThrow(MeasurementLog::Create(layout, rank, std::move(path), attempt));
            }),
-           py::arg("layout"), py::arg("rank"), py::arg("path") = "",
+           py::arg("layout"), py::arg("rank"), py::arg("path") = "", py::arg("attempt") = 0,
            "The log of `rank` in `layout`, rewriting `path` after every window ('' keeps it in "
-           "memory); ValueError when the rank is not in the layout.")
+           "memory); for attempt > 0 the windows of earlier attempts already in `path` are kept. "
+           "ValueError when the rank is not in the layout.")
       .def_static(
           "from_environment",
           [](const JobLayout& layout, int rank) {
@@ -281,7 +283,8 @@ void BindMeasurementLog(py::module_& m) {
           },
           py::arg("layout"), py::arg("rank"),
           "Writes $HETRUN_RUN_DIR/measurements/rank_<rank>.json (in memory only without "
-          "HETRUN_RUN_DIR), the file `hetrun run` merges into measurements.json.")
+          "HETRUN_RUN_DIR), the file `hetrun run` merges into measurements.json; attempt from "
+          "TORCHELASTIC_RESTART_COUNT (a restarted worker keeps earlier attempts' windows).")
       .def("append", &Append, py::arg("window"),
            "Appends one window and rewrites the file atomically. ValueError for a non-finite or "
            "negative time; False with a RuntimeWarning when the file cannot be written (the log "

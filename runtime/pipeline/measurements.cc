@@ -8,9 +8,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "hetrun/base/atomic_file.h"
 #include "hetrun/base/input_file.h"
+#include "hetrun/base/units.h"
 
 namespace hetrun::pipeline {
 namespace {
@@ -61,6 +63,7 @@ Result<WindowMeasurement> ParseWindow(const json& entry, const Place& at, int64_
   WindowMeasurement w;
   HETRUN_ASSIGN_OR_RETURN(w.window, Integer(entry, at, "window", 0, std::nullopt));
   HETRUN_ASSIGN_OR_RETURN(w.revision, Integer(entry, at, "revision", 0, 0));
+  HETRUN_ASSIGN_OR_RETURN(w.attempt, Integer(entry, at, "attempt", 0, 0));
   HETRUN_ASSIGN_OR_RETURN(w.first_layer, Integer(entry, at, "first_layer", 0, std::nullopt));
   HETRUN_ASSIGN_OR_RETURN(w.layers, Integer(entry, at, "layers", 1, std::nullopt));
   if (w.first_layer + w.layers > num_layers) {
@@ -130,10 +133,15 @@ Status ParseModel(const json& root, const Place& at, Measurements& out) {
 }
 
 json WindowJson(const WindowMeasurement& w) {
-  json out = {{"window", w.window},           {"revision", w.revision},
-              {"first_layer", w.first_layer}, {"layers", w.layers},
-              {"samples", w.samples},         {"micro_batches", w.micro_batches},
-              {"forward_ms", w.forward_ms},   {"backward_ms", w.backward_ms}};
+  json out = {{"attempt", w.attempt},
+              {"window", w.window},
+              {"revision", w.revision},
+              {"first_layer", w.first_layer},
+              {"layers", w.layers},
+              {"samples", w.samples},
+              {"micro_batches", w.micro_batches},
+              {"forward_ms", w.forward_ms},
+              {"backward_ms", w.backward_ms}};
   if (!w.layer_ms.empty()) out["layer_ms"] = w.layer_ms;
   return out;
 }
@@ -249,14 +257,14 @@ Result<Measurements> MergeMeasurements(std::span<const Measurements> parts,
 
 std::vector<std::vector<StageMeasurement>> StageWindows(const Measurements& measurements,
                                                         std::vector<std::string>* families) {
-  // (window, revision) -> stage -> slowest replica's measurement.
-  std::map<std::pair<int64_t, int64_t>, std::map<int, StageMeasurement>> grouped;
+  // (attempt, window, revision) -> stage -> slowest replica's measurement.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::map<int, StageMeasurement>> grouped;
   std::map<int, std::set<std::string>> stage_families;
   for (const RankMeasurements& rank : measurements.ranks) {
     stage_families[rank.stage].insert(rank.family.empty() ? "unknown" : rank.family);
     for (const WindowMeasurement& w : rank.windows) {
       StageMeasurement m{w.first_layer, w.layers, w.forward_ms, w.backward_ms, w.layer_ms};
-      auto [it, fresh] = grouped[{w.window, w.revision}].try_emplace(rank.stage, m);
+      auto [it, fresh] = grouped[{w.attempt, w.window, w.revision}].try_emplace(rank.stage, m);
       const StageMeasurement& held = it->second;
       if (!fresh && m.forward_ms + m.backward_ms > held.forward_ms + held.backward_ms) {
         it->second = m;
@@ -290,12 +298,39 @@ std::vector<std::vector<StageMeasurement>> StageWindows(const Measurements& meas
   return windows;
 }
 
-Result<MeasurementLog> MeasurementLog::Create(const JobLayout& layout, int rank, std::string path) {
+namespace {
+
+// The windows of earlier attempts that `path` holds for `rank`, when it is a file of the same
+// model written for the same rank, stage and replica; none otherwise.
+std::vector<WindowMeasurement> EarlierWindows(const std::string& path, const Measurements& model,
+                                              const RankMeasurements& rank, int64_t attempt) {
+  std::vector<WindowMeasurement> kept;
+  if (path.empty() || attempt == 0) return kept;
+  Result<Measurements> earlier = LoadMeasurements(path);
+  if (!earlier.ok() || !SameModel(*earlier, model) || earlier->ranks.size() != 1) return kept;
+  const RankMeasurements& mine = earlier->ranks.front();
+  if (mine.rank != rank.rank || mine.stage != rank.stage || mine.replica != rank.replica) {
+    return kept;
+  }
+  for (const WindowMeasurement& w : mine.windows) {
+    if (w.attempt < attempt) kept.push_back(w);
+  }
+  return kept;
+}
+
+}  // namespace
+
+Result<MeasurementLog> MeasurementLog::Create(const JobLayout& layout, int rank, std::string path,
+                                              int64_t attempt) {
   const int stage = layout.StageOf(rank);
   if (stage < 0) {
     return InvalidArgumentError("measurement log: rank " + std::to_string(rank) +
                                 " is in no stage of the layout (" +
                                 std::to_string(layout.world_size()) + " ranks)");
+  }
+  if (attempt < 0) {
+    return InvalidArgumentError("measurement log: attempt must be >= 0, got " +
+                                std::to_string(attempt));
   }
   MeasurementLog log;
   log.data_.num_layers = layout.num_layers;
@@ -305,15 +340,26 @@ Result<MeasurementLog> MeasurementLog::Create(const JobLayout& layout, int rank,
   const StageLayout& entry = layout.stages[static_cast<size_t>(stage)];
   log.data_.ranks.push_back(
       {rank, stage, replica, entry.families[static_cast<size_t>(replica)], {}});
+  log.data_.ranks.front().windows =
+      EarlierWindows(path, log.data_, log.data_.ranks.front(), attempt);
   log.path_ = std::move(path);
+  log.attempt_ = attempt;
   return log;
 }
 
 Result<MeasurementLog> MeasurementLog::FromEnvironment(const Environment& env,
                                                        const JobLayout& layout, int rank) {
+  int64_t attempt = 0;
+  if (std::optional<std::string> count = env.Get("TORCHELASTIC_RESTART_COUNT")) {
+    Result<int64_t> parsed = ParseIntInRange(*count, 0, kMaxCount);
+    if (!parsed.ok()) {
+      return parsed.status().WithContext("TORCHELASTIC_RESTART_COUNT=" + *count);
+    }
+    attempt = *parsed;
+  }
   std::optional<std::string> run_dir = env.Get("HETRUN_RUN_DIR");
   return Create(layout, rank,
-                run_dir && !run_dir->empty() ? RankMeasurementsPath(*run_dir, rank) : "");
+                run_dir && !run_dir->empty() ? RankMeasurementsPath(*run_dir, rank) : "", attempt);
 }
 
 Status MeasurementLog::Append(const WindowMeasurement& window) {
@@ -326,6 +372,7 @@ Status MeasurementLog::Append(const WindowMeasurement& window) {
   }
   std::vector<WindowMeasurement>& windows = data_.ranks.front().windows;
   windows.push_back(window);
+  windows.back().attempt = attempt_;
   if (windows.size() > kMaxMeasuredWindows) windows.erase(windows.begin());
   if (path_.empty()) return Status::Ok();
   const std::string dir = path_.substr(0, path_.rfind('/'));

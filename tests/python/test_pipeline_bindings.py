@@ -189,6 +189,12 @@ def test_a_measurement_log_names_bad_input_and_keeps_windows_in_memory(tmp_path)
     assert [(r.rank, r.stage, r.replica, r.family) for r in back.ranks] == [(2, 1, 0, "hopper")]
     assert [(w.window, w.forward_ms, w.samples) for w in back.ranks[0].windows] == [(0, 1.5, 8)]
     assert hp.parse_measurements(log.measurements.to_json()).to_json() == back.to_json()
+    # A restarted worker (attempt 1) continues the file: attempt 0's window stays.
+    again = hp.MeasurementLog(layout, 2, log.path, attempt=1)
+    assert again.append(hp.WindowMeasurement(window=0, first_layer=2, layers=4, forward_ms=2.0,
+                                             backward_ms=4.0))
+    assert [(w.attempt, w.window, w.forward_ms)
+            for w in hp.load_measurements(log.path).ranks[0].windows] == [(0, 0, 1.5), (1, 0, 2.0)]
     with pytest.raises(ValueError, match=r"m\.json: \$\.ranks\[0\]\.windows\[0\]\.forward_ms"):
         negative = json.loads(back.to_json())
         negative["ranks"][0]["windows"][0]["forward_ms"] = -1

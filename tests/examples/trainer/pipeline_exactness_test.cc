@@ -17,12 +17,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "free_port.h"
 #include "hetrun/pipeline/job_layout.h"
+#include "hetrun/pipeline/measurements.h"
 #include "run_process.h"
 #include "summary_file.h"
 
@@ -253,8 +255,9 @@ TEST(LiveMovesTest, ARestartAfterAMoveResumesFromTheRewrittenLayout) {
   const std::string plan =
       dir.WriteFile("plan.json", R"({"layers": 6, "micro_batches": 2, "stages": [
       {"first_layer": 0, "layers": 1, "replicas": 2}, {"first_layer": 1, "layers": 5}]})");
-  std::string trainer = std::string(HETRUN_TRAINER) +
-                        " --layers 4 --seq 8 --dim 16 --batch 8 --steps 3 --no-rebalance";
+  std::string trainer =
+      std::string(HETRUN_TRAINER) +
+      " --layers 4 --seq 8 --dim 16 --batch 8 --steps 3 --no-rebalance --window 1 --warmup 0";
   // First attempt: a move after step 0, then every worker exits 75 (a transient failure) so
   // hetrun restarts the group; second attempt: rank 0 keeps the layout file it was given.
   std::string script = "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then " + trainer +
@@ -263,10 +266,11 @@ TEST(LiveMovesTest, ARestartAfterAMoveResumesFromTheRewrittenLayout) {
                        dir.path() + "/seen.json; echo \"$HETRUN_STAGE_LAYERS\" > " + dir.path() +
                        "/stage_layers; fi; exec " + trainer + " --summary " + dir.path() +
                        "/second.summary";
-  ProcessResult r = RunProcess(
-      {HETRUN_BINARY, "run", "--nproc-per-node", "3", "--max-restarts", "1", "--master-port",
-       std::to_string(FreePort()), "--plan", plan, "--", "/bin/sh", "-c", script},
-      Options(dir));
+  ProcessResult r =
+      RunProcess({HETRUN_BINARY, "run", "--nproc-per-node", "3", "--max-restarts", "1",
+                  "--master-port", std::to_string(FreePort()), "--plan", plan, "--measurements-out",
+                  dir.path() + "/measurements.json", "--", "/bin/sh", "-c", script},
+                 Options(dir));
   ASSERT_FALSE(r.timed_out) << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   Result<pipeline::JobLayout> seen = pipeline::LoadJobLayout(dir.path() + "/seen.json");
@@ -283,6 +287,17 @@ TEST(LiveMovesTest, ARestartAfterAMoveResumesFromTheRewrittenLayout) {
   std::string first_stage;
   std::getline(stage_layers, first_stage);
   EXPECT_EQ(first_stage, "0:3") << "HETRUN_STAGE_LAYERS of the restarted rank 0";
+  // Both attempts' windows reach measurements.json: the restarted workers continued their rank
+  // files instead of starting them over.
+  Result<pipeline::Measurements> measured =
+      pipeline::LoadMeasurements(dir.path() + "/measurements.json");
+  ASSERT_TRUE(measured.ok()) << measured.status().ToString() << r.err;
+  ASSERT_EQ(measured->ranks.size(), 3u);
+  for (const pipeline::RankMeasurements& rank : measured->ranks) {
+    std::set<int64_t> attempts;
+    for (const pipeline::WindowMeasurement& w : rank.windows) attempts.insert(w.attempt);
+    EXPECT_EQ(attempts, (std::set<int64_t>{0, 1})) << "rank " << rank.rank;
+  }
 }
 
 TEST(LiveMovesTest, AForcedSplitThatDoesNotFitThePlanExits64NamingTheFlag) {

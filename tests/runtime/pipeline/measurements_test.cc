@@ -78,6 +78,9 @@ TEST(MeasurementsTest, MalformedFilesNameTheJsonPath) {
   EXPECT_EQ(error(head + R"({"window": 0, "first_layer": 0, "layers": 4, "forward_ms": 1,
                               "backward_ms": 1, "layer_ms": [1]}]}]})"),
             "m.json: $.ranks[0].windows[0].layer_ms: must list one number per layer (4)");
+  EXPECT_EQ(error(head + R"({"window": 0, "attempt": -1, "first_layer": 0, "layers": 4,
+                              "forward_ms": 1, "backward_ms": 1}]}]})"),
+            "m.json: $.ranks[0].windows[0].attempt: must be an integer in [0, 2^40]");
   EXPECT_EQ(error(R"({"num_layers": 4, "layer_names": ["a"], "ranks": []})"),
             "m.json: $.layer_names: must list one name per layer (4)");
   EXPECT_EQ(error(R"({"num_layers": 4, "ranks": [{"rank": 0, "stage": 0, "windows": []},
@@ -124,6 +127,56 @@ TEST(MeasurementsTest, AStageWindowIsItsSlowestReplicaAndIncompleteWindowsAreLef
   EXPECT_EQ(windows[0][0].backward_ms, 3);
   EXPECT_EQ(windows[0][1].first_layer, 4);
   EXPECT_EQ(families, (std::vector<std::string>{"ampere", "hopper"}));
+}
+
+// A restarted group's worker (TORCHELASTIC_RESTART_COUNT=1, same run folder) continues its rank
+// file: the first attempt's windows stay, the new ones are stamped attempt 1, and the two
+// attempts' window 0 are two windows of the job, not one.
+TEST(MeasurementsTest, ARestartedWorkerKeepsTheEarlierAttemptsWindows) {
+  const std::string run_dir = TempDir();
+  Environment first{{"HETRUN_RUN_DIR", run_dir}};
+  for (int rank : {0, 2}) {
+    auto log = MeasurementLog::FromEnvironment(first, TwoStages(), rank);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    for (int64_t w : {0, 1}) {
+      WindowMeasurement window = Window(w, rank == 2 ? 4 : 0, rank == 2 ? 2 : 4, 1, 2);
+      window.attempt = 7;  // the log's own attempt wins
+      ASSERT_TRUE(log->Append(window).ok());
+    }
+  }
+  Environment second{{"HETRUN_RUN_DIR", run_dir}, {"TORCHELASTIC_RESTART_COUNT", "1"}};
+  for (int rank : {0, 2}) {
+    auto log = MeasurementLog::FromEnvironment(second, TwoStages(), rank);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    ASSERT_EQ(log->measurements().ranks[0].windows.size(), 2u) << "attempt 0's windows kept";
+    ASSERT_TRUE(log->Append(Window(0, rank == 2 ? 4 : 0, rank == 2 ? 2 : 4, 3, 4)).ok());
+  }
+  auto back = LoadMeasurements(RankMeasurementsPath(run_dir, 2));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->ranks[0].windows.size(), 3u);
+  EXPECT_EQ(back->ranks[0].windows[0].attempt, 0);
+  EXPECT_EQ(back->ranks[0].windows[1].attempt, 0);
+  EXPECT_EQ(back->ranks[0].windows[2].attempt, 1);
+  EXPECT_EQ(back->ranks[0].windows[2].window, 0);
+  Measurements job{6, {}, 4, {}};
+  job.ranks.push_back((*LoadMeasurements(RankMeasurementsPath(run_dir, 0))).ranks[0]);
+  job.ranks.push_back(back->ranks[0]);
+  std::vector<std::vector<StageMeasurement>> windows = StageWindows(job, nullptr);
+  ASSERT_EQ(windows.size(), 3u) << "attempt 0 windows 0, 1 and attempt 1 window 0";
+  EXPECT_EQ(windows[2][0].forward_ms, 3) << "attempt 1 comes last";
+  // A third attempt that lands on another stage (a new plan) starts its own file.
+  JobLayout moved = TwoStages();
+  moved.stages = {{0, 4, {2}, {"hopper"}, {1}}, {4, 2, {0, 1}, {"ampere", "ampere"}, {1, 1}}};
+  auto other = MeasurementLog::Create(moved, 2, RankMeasurementsPath(run_dir, 2), 2);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_TRUE(other->measurements().ranks[0].windows.empty());
+  // A bad restart count is an error naming the variable.
+  Environment bad{{"HETRUN_RUN_DIR", run_dir}, {"TORCHELASTIC_RESTART_COUNT", "x"}};
+  auto refused = MeasurementLog::FromEnvironment(bad, TwoStages(), 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("TORCHELASTIC_RESTART_COUNT=x"), std::string::npos)
+      << refused.status().ToString();
+  std::filesystem::remove_all(run_dir);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ struct WindowMeasurement {
   /// Per micro-batch slice (this replica's share of one micro-batch), milliseconds.
   double forward_ms = 0, backward_ms = 0;
   std::vector<double> layer_ms;  ///< optional: per layer, forward + backward per slice
+  int64_t attempt = 0;           ///< the restart attempt (TORCHELASTIC_RESTART_COUNT) it ran in
 };
 
 struct RankMeasurements {
@@ -73,26 +74,34 @@ Result<Measurements> MergeMeasurements(std::span<const Measurements> parts,
                                        std::span<const std::string> names,
                                        std::vector<std::string>& skipped);
 
-/// The windows of a merged file as the re-balancer sees them: per window index and revision
-/// where every stage of a contiguous split was measured, one StageMeasurement per stage (its
-/// slowest replica: the largest forward + backward), in window order. Incomplete windows are
+/// The windows of a merged file as the re-balancer sees them: per attempt, window index and
+/// revision where every stage of a contiguous split was measured, one StageMeasurement per stage
+/// (its slowest replica: the largest forward + backward), in window order. Incomplete windows are
 /// left out. `families` gets each stage's family (its replicas' names joined by "+").
 std::vector<std::vector<StageMeasurement>> StageWindows(const Measurements& measurements,
                                                         std::vector<std::string>* families);
 
-/// A rank's log: append one window, the file is rewritten (tmp + rename) each time.
+/// A rank's log: append one window, the file is rewritten (tmp + rename) each time. A restarted
+/// group's worker (attempt K > 0, same run folder) continues the file its earlier attempts wrote:
+/// their windows are kept, so the merged file has every attempt's.
 class MeasurementLog {
  public:
-  /// The log of `rank` in `layout` writing to `path` (empty: kept in memory only).
+  /// The log of `rank` in `layout`, restart attempt `attempt`, writing to `path` (empty: kept in
+  /// memory only). When `path` holds this rank's windows of earlier attempts of the same model,
+  /// stage and replica, they are kept (windows of attempt >= `attempt` are dropped); a file that
+  /// cannot be read or belongs to another model, stage or replica is replaced.
   /// kInvalidArgument when the rank is not in the layout.
-  static Result<MeasurementLog> Create(const JobLayout& layout, int rank, std::string path);
-  /// Path from HETRUN_RUN_DIR (none outside `hetrun run`: in memory only).
+  static Result<MeasurementLog> Create(const JobLayout& layout, int rank, std::string path,
+                                       int64_t attempt = 0);
+  /// Path from HETRUN_RUN_DIR (none outside `hetrun run`: in memory only), attempt from
+  /// TORCHELASTIC_RESTART_COUNT (0 when unset; kInvalidArgument naming it when not a count).
   static Result<MeasurementLog> FromEnvironment(const Environment& env, const JobLayout& layout,
                                                 int rank);
 
-  /// Appends `window` (stage, replica and family as of the layout given at creation) and writes
-  /// the file. A failed write is returned once and writing stops: measurements never stop
-  /// training. kInvalidArgument (nothing appended) for a non-finite or negative time.
+  /// Appends `window` (stage, replica and family as of the layout given at creation, attempt as
+  /// given at creation whatever `window.attempt` says) and writes the file. A failed write is
+  /// returned once and writing stops: measurements never stop training. kInvalidArgument (nothing
+  /// appended) for a non-finite or negative time.
   Status Append(const WindowMeasurement& window);
 
   const Measurements& measurements() const { return data_; }
@@ -101,6 +110,7 @@ class MeasurementLog {
  private:
   Measurements data_;
   std::string path_;
+  int64_t attempt_ = 0;
 };
 
 }  // namespace hetrun::pipeline
