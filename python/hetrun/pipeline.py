@@ -16,7 +16,7 @@ torch-free helpers for the all-gathered figures:
                                                            decision.new_counts): ...
         rebalancer.applied(decision)
         layout = hetrun.pipeline.with_split(layout, decision.new_counts)   # revision + 1
-        if rank == 0: hetrun.pipeline.write_job_layout_file(layout, os.environ["HETRUN_PLAN"])
+        hetrun.pipeline.record_move(layout)   # HETRUN_PLAN per node, HETRUN_LAYOUT_STATE once
 
 Errors follow the package's mapping: ValueError for bad input and missing files (naming the file,
 the JSON path, the option or the stage), RuntimeError for other failures (naming the call).
@@ -24,7 +24,8 @@ the JSON path, the option or the stage), RuntimeError for other failures (naming
 
 from __future__ import annotations
 
-from typing import Iterable, List, Mapping, Sequence, Tuple
+import os
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from hetrun._core import pipeline as _native
 
@@ -48,7 +49,7 @@ __all__ = [
     "JobLayout", "MeasurementLog", "Measurements", "RankMeasurements", "RebalanceDecision",
     "Rebalancer", "StageLayout", "StageMeasurement", "WindowMeasurement", "layer_moves",
     "load_job_layout", "load_measurements", "owners", "parse_job_layout", "parse_measurements",
-    "stage_window", "validate_job_layout", "with_split", "write_job_layout_file",
+    "record_move", "stage_window", "validate_job_layout", "with_split", "write_job_layout_file",
 ]
 
 _FIELDS = ("stage", "first_layer", "layers", "forward_ms", "backward_ms")
@@ -113,3 +114,39 @@ def with_split(layout: JobLayout, counts: Sequence[int]) -> JobLayout:
     copy.revision = layout.revision + 1
     validate_job_layout(copy, "with_split")
     return copy
+
+
+def _env_int(name: str) -> int:
+    text = os.environ.get(name)
+    if text is None:
+        raise ValueError(f"record_move: {name} is not set (run under hetrun run, or pass it)")
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"record_move: {name}={text!r} is not an integer") from None
+
+
+def record_move(layout: JobLayout, *, rank: Optional[int] = None,
+                local_rank: Optional[int] = None, layout_path: Optional[str] = None,
+                state_path: Optional[str] = None) -> List[str]:
+    """After a live move, every rank calls this with the new layout, as the C++ trainer does:
+    local rank 0 of each node rewrites the run folder's layout file (HETRUN_PLAN), so an in-pod
+    restart (--max-restarts) resumes from the moved split; global rank 0 also rewrites the layout
+    state (HETRUN_LAYOUT_STATE, when `hetrun run --layout-state` set it), so a job restarted
+    whole resumes too. Both atomic. Arguments left out come from the environment (RANK,
+    LOCAL_RANK, HETRUN_PLAN, HETRUN_LAYOUT_STATE). Returns the paths written. ValueError names a
+    missing or malformed variable; a file that cannot be written raises the package's error for
+    it, naming the file (the layout state's with "HETRUN_LAYOUT_STATE")."""
+    rank = _env_int("RANK") if rank is None else int(rank)
+    local_rank = _env_int("LOCAL_RANK") if local_rank is None else int(local_rank)
+    if layout_path is None:
+        layout_path = os.environ.get("HETRUN_PLAN", "")
+    if state_path is None:
+        state_path = os.environ.get("HETRUN_LAYOUT_STATE", "")
+    if local_rank == 0 and not layout_path:
+        raise ValueError("record_move: HETRUN_PLAN is not set (the pipeline's layout file)")
+    _native.write_moved_layout(layout, layout_path, state_path, rank, local_rank)
+    written = [layout_path] if local_rank == 0 else []
+    if rank == 0 and state_path:
+        written.append(state_path)
+    return written

@@ -14,6 +14,7 @@
 #include "bindings.h"
 #include "hetrun/base/env.h"
 #include "hetrun/pipeline/job_layout.h"
+#include "hetrun/pipeline/layout_state.h"
 #include "hetrun/pipeline/measurements.h"
 #include "hetrun/pipeline/rebalance.h"
 #include "status_errors.h"
@@ -140,6 +141,16 @@ void BindLayoutFunctions(py::module_& m) {
       },
       py::arg("layout"), py::arg("path"),
       "Validates `layout` and writes it to `path` atomically (PATH.tmp, then rename).");
+  m.def(
+      "write_moved_layout",
+      [](const JobLayout& layout, const std::string& layout_path, const std::string& state_path,
+         int rank, int local_rank) {
+        ThrowIfError(pipeline::WriteMovedLayout(layout, layout_path, state_path, rank, local_rank));
+      },
+      py::arg("layout"), py::arg("layout_path"), py::arg("state_path"), py::arg("rank"),
+      py::arg("local_rank"),
+      "After a live move: local rank 0 rewrites `layout_path` (HETRUN_PLAN), global rank 0 also "
+      "`state_path` (HETRUN_LAYOUT_STATE, '' for none); both atomic.");
 }
 
 void BindDecisionTypes(py::module_& m) {

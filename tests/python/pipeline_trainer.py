@@ -186,8 +186,7 @@ def main() -> None:
         moved = move(stage, layout, new_layout, job.rank)
         rebalancer.applied(decision)
         layout = new_layout
-        if job.rank == 0:
-            hp.write_job_layout_file(layout, plan_path)
+        hp.record_move(layout)  # local rank 0: HETRUN_PLAN; rank 0: HETRUN_LAYOUT_STATE if set
         result["moves"].append({"step": step, "split": layout.counts, "bytes_sent": moved})
         if job.rank == 0:
             print(f"window {step // args.window}  move: {decision.reason}", flush=True)

@@ -93,6 +93,38 @@ def test_layout_errors_name_the_file_the_field_and_the_bad_value(tmp_path):
         hp.write_job_layout_file(layout, str(tmp_path / "no_dir" / "layout.json"))
 
 
+def test_record_move_writes_the_layout_per_node_and_the_state_once(tmp_path, monkeypatch):
+    moved = hp.with_split(hp.parse_job_layout(json.dumps(LAYOUT)), [3, 3])
+    plan, state = tmp_path / "plan.json", tmp_path / "state.json"
+    monkeypatch.setenv("HETRUN_PLAN", str(plan))
+    monkeypatch.setenv("HETRUN_LAYOUT_STATE", str(state))
+    for rank, local_rank in ((2, 1), (1, 1)):  # neither writes anything
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("LOCAL_RANK", str(local_rank))
+        assert hp.record_move(moved) == []
+    assert not plan.exists() and not state.exists()
+    monkeypatch.setenv("RANK", "3")  # local rank 0 of another node: its own layout file
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert hp.record_move(moved) == [str(plan)]
+    assert not state.exists()
+    assert hp.load_job_layout(str(plan)).counts == [3, 3]
+    assert hp.record_move(moved, rank=0) == [str(plan), str(state)]
+    assert (hp.load_job_layout(str(state)).counts, hp.load_job_layout(str(state)).revision) == \
+        ([3, 3], 1)
+    monkeypatch.delenv("RANK")
+    with pytest.raises(ValueError, match="RANK is not set"):
+        hp.record_move(moved)
+    monkeypatch.setenv("RANK", "zero")
+    with pytest.raises(ValueError, match="RANK='zero' is not an integer"):
+        hp.record_move(moved)
+    monkeypatch.delenv("HETRUN_PLAN")
+    with pytest.raises(ValueError, match="HETRUN_PLAN is not set"):
+        hp.record_move(moved, rank=0, local_rank=0)
+    with pytest.raises(ValueError, match=r"HETRUN_LAYOUT_STATE.*no_dir/state\.json"):
+        hp.record_move(moved, rank=0, local_rank=1,
+                       state_path=str(tmp_path / "no_dir" / "state.json"))
+
+
 def test_the_rebalancer_confirms_a_move_then_settles_as_in_the_cpp_unit_test():
     # RebalancerTest.AMoveIsConfirmedFirstAndTheNextWindowOnlySettles: speeds 1:3, 8,8, M = 4.
     rebalancer = hp.Rebalancer(two_stage_layout([8, 8], 4))
