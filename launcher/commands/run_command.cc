@@ -388,15 +388,16 @@ Result<std::optional<pipeline::JobLayout>> LayoutFromRecords(const std::vector<N
   for (const NodeRecord& r : records) {
     any = any || r.stage >= 0;
     entries.push_back({NodeLabel(r), r.stage, r.stage_first_layer, r.stage_layers, r.ranks,
-                       r.gpus.empty() ? std::string() : r.gpus.front().family});
+                       r.gpus.empty() ? std::string() : r.gpus.front().family, r.micro_batches});
   }
   if (!any || records.size() < 2) return std::optional<pipeline::JobLayout>();
-  // M: one micro-batch per stage at least fills a 1F1B pipeline.
   HETRUN_ASSIGN_OR_RETURN(pipeline::JobLayout layout,
-                          pipeline::AssembleLayout(entries, world_size, 1));
-  layout.micro_batches = static_cast<int64_t>(layout.stages.size());
-  spdlog::info("pipeline of {} stages assembled from the {} nodes' HETRUN_STAGE entries",
-               layout.stages.size(), records.size());
+                          pipeline::AssembleLayout(entries, world_size));
+  spdlog::info(
+      "pipeline of {} stages assembled from the {} nodes' HETRUN_STAGE entries, {} micro-batches "
+      "({})",
+      layout.stages.size(), records.size(), layout.micro_batches,
+      records.front().micro_batches > 0 ? "HETRUN_MICRO_BATCHES" : "one per stage");
   return std::optional<pipeline::JobLayout>(std::move(layout));
 }
 

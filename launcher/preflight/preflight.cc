@@ -298,7 +298,7 @@ namespace {
 
 // This pod's pipeline stage entry for the rendezvous (hetrun/pipeline/node_layout.h):
 // HETRUN_STAGE and HETRUN_STAGE_LAYERS (a task's list narrowed to this pod's entry); none when
-// either is unset.
+// either is unset. With them, HETRUN_MICRO_BATCHES (the job's M) when set.
 Status FillStageEntry(const Topology& topology, const Environment& env, NodeRecord& mine) {
   std::optional<int> task_index;
   if (topology.task_index) task_index = topology.task_index->value;
@@ -319,6 +319,14 @@ Status FillStageEntry(const Topology& topology, const Environment& env, NodeReco
                               : ParseIntInRange(layers->substr(colon + 1), 1, int64_t{1} << 20);
   if (!first.ok() || !count.ok()) {
     return InvalidArgumentError("HETRUN_STAGE_LAYERS=" + *layers + ": not FIRST:COUNT");
+  }
+  if (std::optional<std::string> m = env.Get("HETRUN_MICRO_BATCHES"); m && !m->empty()) {
+    Result<int64_t> micro_batches = ParseIntInRange(*m, 1, int64_t{1} << 20);
+    if (!micro_batches.ok()) {
+      return InvalidArgumentError("HETRUN_MICRO_BATCHES=" + *m +
+                                  ": not a micro-batch count (an integer >= 1)");
+    }
+    mine.micro_batches = *micro_batches;
   }
   mine.stage = static_cast<int>(*index);
   mine.stage_first_layer = *first;

@@ -108,6 +108,7 @@ std::string EncodeNodeRecord(const NodeRecord& record) {
          {"stage", record.stage},
          {"stage_first_layer", record.stage_first_layer},
          {"stage_layers", record.stage_layers},
+         {"micro_batches", record.micro_batches},
          {"ranks", record.ranks}};
   if (!record.layout_state.empty()) {
     j["layout_state_path"] = record.layout_state_path;
@@ -149,6 +150,7 @@ Result<NodeRecord> DecodeNodeRecord(std::string_view text) {
     record.stage = j.value("stage", -1);
     record.stage_first_layer = j.value("stage_first_layer", int64_t{0});
     record.stage_layers = j.value("stage_layers", int64_t{0});
+    record.micro_batches = j.value("micro_batches", int64_t{0});
     if (j.contains("ranks")) record.ranks = j.at("ranks").get<std::vector<int>>();
     record.layout_state_path = j.value("layout_state_path", std::string());
     record.layout_state = j.value("layout_state", std::string());

@@ -29,13 +29,28 @@ Result<std::map<int, std::vector<const NodeStage*>>> GroupByStage(
   return stages;
 }
 
+// Every node's M must be the same (a pod that sets none differs from one that sets 8: a
+// deployment half-updated); 0 when none sets it.
+Result<int64_t> AgreedMicroBatches(std::span<const NodeStage> nodes) {
+  auto text = [](const NodeStage& n) {
+    return n.micro_batches > 0 ? "sets HETRUN_MICRO_BATCHES=" + std::to_string(n.micro_batches)
+                               : std::string("sets no HETRUN_MICRO_BATCHES");
+  };
+  for (const NodeStage& n : nodes) {
+    if (n.micro_batches != nodes.front().micro_batches) {
+      return InvalidArgumentError(n.node + " " + text(n) + " but " + nodes.front().node + " " +
+                                  text(nodes.front()));
+    }
+  }
+  return nodes.empty() ? 0 : nodes.front().micro_batches;
+}
+
 }  // namespace
 
-Result<JobLayout> AssembleLayout(std::span<const NodeStage> nodes, int world_size,
-                                 int64_t micro_batches) {
+Result<JobLayout> AssembleLayout(std::span<const NodeStage> nodes, int world_size) {
   HETRUN_ASSIGN_OR_RETURN(auto stages, GroupByStage(nodes));
+  HETRUN_ASSIGN_OR_RETURN(const int64_t micro_batches, AgreedMicroBatches(nodes));
   JobLayout layout;
-  layout.micro_batches = micro_batches;
   int expected = 0;
   for (const auto& [index, holders] : stages) {
     const NodeStage& head = *holders.front();
@@ -68,6 +83,8 @@ Result<JobLayout> AssembleLayout(std::span<const NodeStage> nodes, int world_siz
   if (!layout.stages.empty()) {
     layout.num_layers = layout.stages.back().first_layer + layout.stages.back().layers;
   }
+  layout.micro_batches =
+      micro_batches > 0 ? micro_batches : static_cast<int64_t>(layout.stages.size());
   if (layout.world_size() != world_size) {
     return InvalidArgumentError("the nodes' stages hold " + std::to_string(layout.world_size()) +
                                 " ranks, but the job has " + std::to_string(world_size));

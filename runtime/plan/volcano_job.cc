@@ -200,6 +200,7 @@ std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster
                      EnvVar("HETRUN_STAGE", Join(stage_ids)), EnvVar("HETRUN_STAGE_NAME", task),
                      EnvVar("HETRUN_STAGE_LAYERS", Join(stage_layers)),
                      EnvVar("HETRUN_MICRO_BATCH", std::to_string(plan.micro_batch_size)),
+                     EnvVar("HETRUN_MICRO_BATCHES", std::to_string(plan.micro_batches)),
                      EnvVar("HETRUN_GPU_FAMILY", family)});
     if (cluster.memory_ceiling_bytes) {
       char bytes[32];

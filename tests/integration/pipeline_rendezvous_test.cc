@@ -32,9 +32,10 @@ constexpr const char* kA100 = "A100-SXM4-80GB:8.0:81049";
 constexpr const char* kH100 = "H100-SXM5-80GB:9.0:81090";
 
 struct Pod {
-  std::string gpus;    // two GPUs: two workers
-  std::string stage;   // HETRUN_STAGE
-  std::string layers;  // HETRUN_STAGE_LAYERS
+  std::string gpus;                // two GPUs: two workers
+  std::string stage;               // HETRUN_STAGE
+  std::string layers;              // HETRUN_STAGE_LAYERS
+  std::string micro_batches = "";  // HETRUN_MICRO_BATCHES ("": unset)
 };
 
 // Every pod's `hetrun run` at once; each worker copies its HETRUN_PLAN to DIR/layout.RANK.json.
@@ -68,6 +69,9 @@ std::vector<ProcessResult> RunPods(const std::vector<Pod>& pods, const std::stri
                                                        {"HETRUN_TERMINATION_LOG", "/dev/null"},
                                                        {"HETRUN_STAGE", pods[i].stage},
                                                        {"HETRUN_STAGE_LAYERS", pods[i].layers}};
+      if (!pods[i].micro_batches.empty()) {
+        (*options.env)["HETRUN_MICRO_BATCHES"] = pods[i].micro_batches;
+      }
       results[i] = RunProcess(argv, options);
     });
   }
@@ -104,6 +108,7 @@ TEST(PipelineRendezvousTest, EveryNodeAssemblesTheSameLayoutFromThePodsStageEntr
   EXPECT_EQ(layout->num_layers, 6);
   EXPECT_EQ(layout->stages[1].ranks, (std::vector<int>{2, 3}));
   EXPECT_EQ(layout->stages[1].families, (std::vector<std::string>{"hopper", "hopper"}));
+  EXPECT_EQ(layout->micro_batches, 3) << "no pod sets HETRUN_MICRO_BATCHES: one per stage";
   for (int rank = 1; rank < 6; ++rank) {
     EXPECT_EQ(Read(dir.path() + "/layout." + std::to_string(rank) + ".json"), first)
         << "rank " << rank;
@@ -121,6 +126,33 @@ TEST(PipelineRendezvousTest, OverlappingStagesMakeEveryNodeExit78NamingBothNodes
     EXPECT_NE(results[i].err.find("holds stage 1 from layer 1 but node 0"), std::string::npos)
         << "node " << i << ": " << results[i].err;
     EXPECT_NE(results[i].err.find("up to layer 2 (overlap)"), std::string::npos) << results[i].err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/layout.0.json")) << "no worker started";
+}
+
+// The plan's M travels in every pod's HETRUN_MICRO_BATCHES (hetrun plan --volcano writes it);
+// pods that disagree are a half-updated deployment: every node exits 78 naming both.
+TEST(PipelineRendezvousTest, ThePodsMicroBatchCountIsTheLayoutsAndMustAgree) {
+  if (!HaveRendezvousLibrary()) GTEST_SKIP() << "multi-node rendezvous is not built";
+  const std::string a100s = std::string(kA100) + "," + kA100;
+  {
+    TempDir dir;
+    std::vector<ProcessResult> results =
+        RunPods({{a100s, "0", "0:2", "8"}, {a100s, "1", "2:3", "8"}}, dir.path());
+    for (size_t i = 0; i < results.size(); ++i) {
+      ASSERT_EQ(results[i].exit_code, 0) << "node " << i << ": " << results[i].err;
+    }
+    Result<pipeline::JobLayout> layout = pipeline::LoadJobLayout(dir.path() + "/layout.3.json");
+    ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+    EXPECT_EQ(layout->micro_batches, 8);
+  }
+  TempDir dir;
+  std::vector<ProcessResult> results =
+      RunPods({{a100s, "0", "0:2", "8"}, {a100s, "1", "2:3", ""}}, dir.path());
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].exit_code, 78) << "node " << i << ": " << results[i].err;
+    EXPECT_NE(results[i].err.find("sets no HETRUN_MICRO_BATCHES but node 0"), std::string::npos)
+        << "node " << i << ": " << results[i].err;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/layout.0.json")) << "no worker started";
 }

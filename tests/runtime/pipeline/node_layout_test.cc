@@ -16,13 +16,14 @@ std::vector<NodeStage> ArticleNodes() {
                      first[s],
                      count[s],
                      {2 * s, 2 * s + 1},
-                     s == 0 || s == 5 ? "ampere" : "hopper"});
+                     s == 0 || s == 5 ? "ampere" : "hopper",
+                     8});
   }
   return nodes;
 }
 
 std::string ErrorOf(const std::vector<NodeStage>& nodes, int world) {
-  Result<JobLayout> layout = AssembleLayout(nodes, world, 8);
+  Result<JobLayout> layout = AssembleLayout(nodes, world);
   EXPECT_FALSE(layout.ok());
   EXPECT_EQ(layout.status().code(), StatusCode::kInvalidArgument);
   return layout.ok() ? "" : layout.status().message();
@@ -31,7 +32,7 @@ std::string ErrorOf(const std::vector<NodeStage>& nodes, int world) {
 TEST(NodeLayoutTest, EveryNodesEntryBecomesItsStage) {
   std::vector<NodeStage> nodes = ArticleNodes();
   std::swap(nodes[1], nodes[4]);  // records arrive in any order
-  Result<JobLayout> layout = AssembleLayout(nodes, 12, 8);
+  Result<JobLayout> layout = AssembleLayout(nodes, 12);
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   ASSERT_EQ(layout->stages.size(), 6u);
   EXPECT_EQ(layout->num_layers, 64);
@@ -44,9 +45,10 @@ TEST(NodeLayoutTest, PodsOfOneStageAreItsReplicas) {
   std::vector<NodeStage> nodes{{"node 0", 0, 0, 2, {0}, "ampere"},
                                {"node 1", 1, 2, 4, {1}, "hopper"},
                                {"node 2", 1, 2, 4, {2}, "hopper"}};
-  Result<JobLayout> layout = AssembleLayout(nodes, 3, 2);
+  Result<JobLayout> layout = AssembleLayout(nodes, 3);
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   EXPECT_EQ(layout->stages[1].ranks, (std::vector<int>{1, 2}));
+  EXPECT_EQ(layout->micro_batches, 2) << "no node sets M: one micro-batch per stage";
 }
 
 TEST(NodeLayoutTest, ConflictsNameBothNodes) {
@@ -65,6 +67,14 @@ TEST(NodeLayoutTest, ConflictsNameBothNodes) {
   none[4].stage = -1;
   EXPECT_EQ(ErrorOf(none, 12), "node 4 has no pipeline stage (HETRUN_STAGE)");
   EXPECT_EQ(ErrorOf(ArticleNodes(), 14), "the nodes' stages hold 12 ranks, but the job has 14");
+  std::vector<NodeStage> other_m = ArticleNodes();
+  other_m[2].micro_batches = 16;
+  EXPECT_EQ(ErrorOf(other_m, 12),
+            "node 2 sets HETRUN_MICRO_BATCHES=16 but node 0 sets HETRUN_MICRO_BATCHES=8");
+  std::vector<NodeStage> unset_m = ArticleNodes();
+  unset_m[5].micro_batches = 0;
+  EXPECT_EQ(ErrorOf(unset_m, 12),
+            "node 5 sets no HETRUN_MICRO_BATCHES but node 0 sets HETRUN_MICRO_BATCHES=8");
 }
 
 }  // namespace

@@ -159,6 +159,9 @@ TEST(VolcanoJobTest, PipelineJobIsAValidGangJob) {
   EXPECT_EQ(env["HETRUN_STAGE_NAME"], "light-stage-workers");
   EXPECT_EQ(env["HETRUN_GPU_FAMILY"], "ampere");
   EXPECT_EQ(env["HETRUN_MICRO_BATCH"], "1");
+  // The plan's M reaches every pod: without --plan the launchers assemble the layout with it.
+  EXPECT_EQ(env["HETRUN_MICRO_BATCHES"], std::to_string(seed.plan.micro_batches));
+  EXPECT_GT(seed.plan.micro_batches, 6) << "a seed whose M differs from its stage count";
   EXPECT_EQ(env["PIPELINE_STAGE_LAYERS"], "8");  // a string, unlike the seed's `value: 48`
   const json& heavy = job["spec"]["tasks"][1];
   EXPECT_EQ(heavy["replicas"], 4);

@@ -41,6 +41,7 @@ struct NodeRecord {
   int stage = -1;                 ///< HETRUN_STAGE (the pod's entry)
   int64_t stage_first_layer = 0;  ///< HETRUN_STAGE_LAYERS FIRST
   int64_t stage_layers = 0;       ///< HETRUN_STAGE_LAYERS COUNT
+  int64_t micro_batches = 0;      ///< HETRUN_MICRO_BATCHES (M), 0 when the pod sets none
   std::vector<int> ranks;         ///< its workers' global ranks
   // Node 0 only (hetrun/pipeline/layout_state.h): the layout state it read, so every node
   // resumes from the same split; "" when none.

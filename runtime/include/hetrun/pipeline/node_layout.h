@@ -21,16 +21,18 @@ struct NodeStage {
   int stage = -1;           ///< its HETRUN_STAGE
   int64_t first_layer = 0;  ///< its HETRUN_STAGE_LAYERS, FIRST:COUNT
   int64_t layers = 0;
-  std::vector<int> ranks;  ///< its workers' global ranks
-  std::string family;      ///< its GPUs' family ("" when unknown)
+  std::vector<int> ranks;     ///< its workers' global ranks
+  std::string family;         ///< its GPUs' family ("" when unknown)
+  int64_t micro_batches = 0;  ///< its HETRUN_MICRO_BATCHES (M), 0 when it sets none
 };
 
 /// The layout: stage s holds the ranks of every node whose entry is s (in the order given), its
-/// layers from those entries, `micro_batches` micro-batches, equal shares. kInvalidArgument naming
-/// both nodes of a conflict: two nodes of one stage with different layers; a stage no node holds;
-/// a stage whose layers do not start where the previous one's end; ranks that are not a
+/// layers from those entries, equal shares, and the nodes' micro_batches (M) — the number of
+/// stages when no node sets one (one micro-batch per stage at least fills a 1F1B pipeline).
+/// kInvalidArgument naming both nodes of a conflict: two nodes of one stage with different
+/// layers; a stage no node holds; a stage whose layers do not start where the previous one's
+/// end; two nodes with different M (one that sets none included); ranks that are not a
 /// partition of [0, world_size).
-Result<JobLayout> AssembleLayout(std::span<const NodeStage> nodes, int world_size,
-                                 int64_t micro_batches);
+Result<JobLayout> AssembleLayout(std::span<const NodeStage> nodes, int world_size);
 
 }  // namespace hetrun::pipeline
