@@ -157,5 +157,21 @@ TEST(PipelineRendezvousTest, ThePodsMicroBatchCountIsTheLayoutsAndMustAgree) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/layout.0.json")) << "no worker started";
 }
 
+TEST(PipelineRendezvousTest, AMicroBatchCountThatIsNotAPositiveIntegerIsAConfigError) {
+  ProcessOptions options;
+  options.timeout = 60s;
+  options.env = std::map<std::string, std::string>{
+      {"PATH", std::getenv("PATH")},           {"HETRUN_FAKE_GPUS", kA100},
+      {"HETRUN_TERMINATION_LOG", "/dev/null"}, {"HETRUN_STAGE", "0"},
+      {"HETRUN_STAGE_LAYERS", "0:2"},          {"HETRUN_MICRO_BATCHES", "0"}};
+  ProcessResult r = RunProcess(
+      {HETRUN_BINARY, "run", "--nproc-per-node", "1", "--", "sh", "-c", "echo worker ran"},
+      options);
+  EXPECT_EQ(r.exit_code, 78) << r.err;
+  EXPECT_NE(r.err.find("HETRUN_MICRO_BATCHES=0: not a micro-batch count"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("worker ran"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace hetrun
