@@ -3,13 +3,15 @@
 #   make test    setup + configure + build + every CPU test (ctest)
 #   make bench   release build + benchmarks (figures, never assertions)
 #   make fuzz    libFuzzer targets (clang), FUZZ_SECONDS each
+#   make docs    the documentation site (MkDocs, strict) into build-docs/
+#   make docs-update  regenerate docs/'s generated regions from the built binary and package
 #   make build | format | install PREFIX=... | clean
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: setup build test demo bench fuzz format install clean asan
+.PHONY: setup build test demo bench fuzz format install clean asan docs docs-update
 
 setup:
 	@scripts/setup
@@ -43,6 +45,12 @@ fuzz: setup
 	cmake --build build-fuzz -j $(JOBS) --target hetrun_fuzzers
 	scripts/fuzz build-fuzz $(FUZZ_SECONDS)
 
+docs: setup
+	NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict -d build-docs
+
+docs-update: build
+	.venv/bin/python scripts/docs/reference.py update build/bin/hetrun .venv/bin/python
+
 format:
 	git ls-files -co --exclude-standard -- '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format -i
 
@@ -51,4 +59,4 @@ install: setup build-release/CMakeCache.txt
 	cmake --install build-release --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-release build-asan build-fuzz
+	rm -rf build build-release build-asan build-fuzz build-docs

@@ -1,4 +1,4 @@
-"""The README's "Python trainers" snippet and examples/python/train_ddp.py, run as a user would:
+"""The DDP tutorial's snippet (docs/tutorials/balancing-ddp.md) and examples/python/train_ddp.py, run as a user would:
 under the real `hetrun run` (HETRUN_BIN, set by ctest; else build/bin/hetrun)."""
 
 import os
@@ -27,10 +27,14 @@ def hetrun_run(args, tmp_path, nproc=2, extra_env=None):
     return proc.stdout + proc.stderr
 
 
-def test_readme_python_trainers_snippet_runs_under_hetrun_run(tmp_path):
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Python trainers", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def tutorial_snippet() -> str:
+    page = (ROOT / "docs" / "tutorials" / "balancing-ddp.md").read_text()
+    section = page.split("## 2. A DDP script with the tuner", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_ddp_tutorials_snippet_runs_under_hetrun_run(tmp_path):
+    code = tutorial_snippet()
     assert "hetrun.Tuner(global_batch=192, window=10, model=model)" in code
     (tmp_path / "train.py").write_text(code)
     out = hetrun_run(["train.py"], tmp_path)

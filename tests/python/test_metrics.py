@@ -1,4 +1,4 @@
-"""/metrics during a real run of Python ranks: the README snippet under `hetrun run
+"""/metrics during a real run of Python ranks: the DDP tutorial's snippet under `hetrun run
 --metrics-port`; each rank's hetrun.Tuner (the core's WindowLoop) writes its figures into the run
 folder at each window boundary, and hetrun serves them while the ranks still run."""
 
@@ -10,16 +10,11 @@ import time
 import urllib.request
 
 from conftest import free_port
-from test_examples import HETRUN, ROOT
-
-
-def snippet() -> str:
-    section = (ROOT / "README.md").read_text().split("## Python trainers", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+from test_examples import HETRUN, tutorial_snippet as snippet
 
 
 def test_python_ranks_figures_are_scraped_while_the_run_goes_on(tmp_path):
-    # 30 steps, windows of 10 after 2 warm-up steps: 2 windows close (the README's window=2).
+    # 30 steps, windows of 10 after 2 warm-up steps: 2 windows close (the snippet's window=2).
     done = tmp_path / "done"
     # The snippet, then wait until the test has scraped (the workers stay up meanwhile).
     code = snippet() + (f"\nimport pathlib, time\nwhile not pathlib.Path({str(done)!r}).exists():"

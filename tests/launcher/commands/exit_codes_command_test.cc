@@ -1,4 +1,4 @@
-// `hetrun exit-codes`, run as the real binary: the README's table is its --markdown output.
+// `hetrun exit-codes`, run as the real binary: the docs' exit-code table is its --markdown output.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -18,25 +18,25 @@ testing::ProcessResult Hetrun(std::vector<std::string> args) {
   return testing::RunProcess(args, options);
 }
 
-std::string ReadmeSection(const std::string& heading) {
-  std::ifstream in(std::string(HETRUN_SOURCE_DIR) + "/README.md");
+std::string DocsSection(const std::string& heading) {
+  std::ifstream in(std::string(HETRUN_SOURCE_DIR) + "/docs/reference/exit-codes.md");
   std::stringstream text;
   text << in.rdbuf();
   std::string readme = text.str();
-  size_t begin = readme.find("\n" + heading + "\n");
+  size_t begin = readme.find(heading + "\n");
   if (begin == std::string::npos) return "";
   size_t end = readme.find("\n## ", begin + 1);
   return readme.substr(begin, end - begin);
 }
 
-TEST(ExitCodesCommandTest, MarkdownIsTheReadmesTable) {
+TEST(ExitCodesCommandTest, MarkdownIsTheExitCodesPagesTable) {
   testing::ProcessResult r = Hetrun({"exit-codes", "--markdown"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, ExitCodeMarkdown());
-  std::string section = ReadmeSection("## Exit codes");
-  ASSERT_FALSE(section.empty()) << "README.md has no '## Exit codes'";
+  std::string section = DocsSection("# Exit codes");
+  ASSERT_FALSE(section.empty()) << "docs/reference/exit-codes.md has no '# Exit codes'";
   EXPECT_NE(section.find("\n" + r.out + "\n"), std::string::npos)
-      << "README.md's exit-code table is not `hetrun exit-codes --markdown`:\n"
+      << "docs/reference/exit-codes.md's table is not `hetrun exit-codes --markdown`:\n"
       << r.out;
 }
 

@@ -11,15 +11,15 @@
 namespace hetrun {
 namespace {
 
-std::string ReadmeExitCodeTable() {
-  std::ifstream in(std::string(HETRUN_SOURCE_DIR) + "/README.md");
+std::string DocsExitCodeTable() {
+  std::ifstream in(std::string(HETRUN_SOURCE_DIR) + "/docs/reference/exit-codes.md");
   std::stringstream text;
   text << in.rdbuf();
   std::string readme = text.str();
-  size_t section = readme.find("\n## Exit codes\n");
-  if (section == std::string::npos) return "no '## Exit codes' section in README.md";
+  size_t section = readme.find("# Exit codes\n");
+  if (section == std::string::npos) return "no '# Exit codes' in docs/reference/exit-codes.md";
   size_t begin = readme.find("\n| code |", section);
-  if (begin == std::string::npos) return "no table in README.md's '## Exit codes'";
+  if (begin == std::string::npos) return "no table in docs/reference/exit-codes.md";
   size_t end = readme.find("\n\n", begin + 1);
   return readme.substr(begin + 1, end - begin);
 }
@@ -101,9 +101,9 @@ TEST(ExitCodeTableTest, PoliciesListEveryActionableCodeThenTheEventsWithTheCatch
   }
 }
 
-TEST(ExitCodeTableTest, ReadmeTableIsTheMarkdown) {
-  EXPECT_EQ(ReadmeExitCodeTable(), ExitCodeMarkdown())
-      << "regenerate README.md's '## Exit codes' table with `hetrun exit-codes --markdown`";
+TEST(ExitCodeTableTest, TheExitCodesPageTableIsTheMarkdown) {
+  EXPECT_EQ(DocsExitCodeTable(), ExitCodeMarkdown())
+      << "regenerate docs/reference/exit-codes.md with `make docs-update`";
 }
 
 TEST(ExitCodeTableTest, TextHasOneLinePerRow) {

@@ -250,8 +250,8 @@ TEST(VolcanoJobTest, EveryExampleCarriesTheExitCodeTablesPolicies) {
   EXPECT_GE(checked, 3);
 }
 
-TEST(VolcanoJobTest, ReadmePolicyBlockIsTheExitCodeTables) {
-  std::string readme = ReadFile(fs::path(HETRUN_SOURCE_DIR) / "README.md");
+TEST(VolcanoJobTest, TheVolcanoPagesPolicyBlockIsTheExitCodeTables) {
+  std::string readme = ReadFile(fs::path(HETRUN_SOURCE_DIR) / "docs" / "how-to" / "volcano.md");
   size_t section = readme.find("\n## Volcano exit-code policies\n");
   ASSERT_NE(section, std::string::npos);
   size_t begin = readme.find("```yaml\n", section);
@@ -260,7 +260,7 @@ TEST(VolcanoJobTest, ReadmePolicyBlockIsTheExitCodeTables) {
   size_t end = readme.find("```", begin);
   json block = testing::YamlToJson(readme.substr(begin, end - begin));
   EXPECT_EQ(block["policies"], TablePolicies())
-      << "README.md's policies block differs from `hetrun exit-codes --json`";
+      << "docs/how-to/volcano.md's policies block differs from `hetrun exit-codes --json`";
   EXPECT_EQ(block["maxRetry"], 3);
 }
 
