@@ -39,6 +39,7 @@ class ShareBatchSampler(torch.utils.data.Sampler):
         tuner._attach_sampler(self)
 
     def set_epoch(self, epoch: int) -> None:
+        """Use epoch `epoch`'s permutation from the next iteration on (as DistributedSampler)."""
         self.epoch = epoch
 
     def __len__(self) -> int:

@@ -1,5 +1,5 @@
 """Moving pipeline layers between stages from Python: the counterpart of the C++ runtime's
-hetrun/layer_mover.h and hetrun/adam_state.h (README "Live re-balancing from Python").
+hetrun/layer_mover.h and hetrun/adam_state.h (docs/how-to/python-pipelines.md).
 
     import hetrun.layer_moves as lm
     report = lm.move_layers(old_layout, new_layout, rank,

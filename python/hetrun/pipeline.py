@@ -1,4 +1,4 @@
-"""Live re-balancing of a pipeline from Python (README "Live re-balancing from Python").
+"""Live re-balancing of a pipeline from Python (docs/how-to/python-pipelines.md).
 
 The torch-free core of the C++ pipeline runtime, bound (hetrun._core.pipeline), plus small
 torch-free helpers for the all-gathered figures:

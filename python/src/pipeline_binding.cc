@@ -1,4 +1,4 @@
-// The torch-free pipeline core for Python (README "Live re-balancing from Python"): the layout
+// The torch-free pipeline core for Python (docs/how-to/python-pipelines.md): the layout
 // file (HETRUN_PLAN) read, validated and rewritten atomically with its revision; the re-balance
 // decision (pipeline::Rebalancer, the same fit, planner, threshold and hysteresis as the C++
 // trainer's); and the measurement log that `hetrun run` gathers into measurements.json for
@@ -74,12 +74,16 @@ void BindLayoutTypes(py::module_& m) {
            py::arg("shares") = std::vector<double>{},
            "One stage: its layers [first_layer, first_layer + layers) and its replicas' ranks "
            "(families default to '', shares to equal).")
-      .def_readwrite("first_layer", &StageLayout::first_layer)
-      .def_readwrite("layers", &StageLayout::layers)
-      .def_readwrite("ranks", &StageLayout::ranks)
-      .def_readwrite("families", &StageLayout::families)
-      .def_readwrite("shares", &StageLayout::shares)
-      .def_property_readonly("replicas", &StageLayout::replicas)
+      .def_readwrite("first_layer", &StageLayout::first_layer,
+                     "Index of the stage's first model layer.")
+      .def_readwrite("layers", &StageLayout::layers, "Number of model layers the stage holds.")
+      .def_readwrite("ranks", &StageLayout::ranks,
+                     "Global ranks of the stage's replicas, in replica order.")
+      .def_readwrite("families", &StageLayout::families,
+                     "GPU family of each replica (e.g. 'ampere'); may be empty.")
+      .def_readwrite("shares", &StageLayout::shares,
+                     "Relative share of every micro-batch per replica (default equal).")
+      .def_property_readonly("replicas", &StageLayout::replicas, "Number of replicas (len(ranks)).")
       .def("__repr__", [](const StageLayout& s) {
         return "StageLayout(first_layer=" + std::to_string(s.first_layer) +
                ", layers=" + std::to_string(s.layers) +
@@ -88,13 +92,17 @@ void BindLayoutTypes(py::module_& m) {
 
   py::class_<JobLayout>(m, "JobLayout")
       .def(py::init<>(), "An empty layout; fill its fields, or use parse_job_layout().")
-      .def_readwrite("num_layers", &JobLayout::num_layers)
-      .def_readwrite("layer_names", &JobLayout::layer_names)
-      .def_readwrite("micro_batches", &JobLayout::micro_batches)
-      .def_readwrite("min_share", &JobLayout::min_share)
-      .def_readwrite("stages", &JobLayout::stages)
-      .def_readwrite("revision", &JobLayout::revision)
-      .def_readwrite("layer_costs", &JobLayout::layer_costs)
+      .def_readwrite("num_layers", &JobLayout::num_layers,
+                     "Model layers in all (the stages cover 0..num_layers-1).")
+      .def_readwrite("layer_names", &JobLayout::layer_names,
+                     "One name per model layer (may be empty).")
+      .def_readwrite("micro_batches", &JobLayout::micro_batches, "Micro-batches per step (M).")
+      .def_readwrite("min_share", &JobLayout::min_share,
+                     "Fewest samples of a micro-batch one replica gets.")
+      .def_readwrite("stages", &JobLayout::stages, "The stages in pipeline order (StageLayout).")
+      .def_readwrite("revision", &JobLayout::revision, "0 as planned, + 1 per live layer move.")
+      .def_readwrite("layer_costs", &JobLayout::layer_costs,
+                     "The plan's relative cost per layer: the re-balancer's prior (may be empty).")
       .def_property(
           "schedule",
           [](const JobLayout& l) { return std::string(pipeline::ScheduleKindName(l.schedule)); },
@@ -102,7 +110,7 @@ void BindLayoutTypes(py::module_& m) {
             l.schedule = ValueOrThrow(pipeline::ParseScheduleKind(text));
           },
           "'1f1b' or 'gpipe'")
-      .def_property_readonly("world_size", &JobLayout::world_size)
+      .def_property_readonly("world_size", &JobLayout::world_size, "Ranks over every stage.")
       .def_property_readonly("counts", &pipeline::StageCounts, "Layers per stage.")
       .def("stage_of", &JobLayout::StageOf, py::arg("rank"), "The stage of `rank` (-1: none).")
       .def("replica_of", &JobLayout::ReplicaOf, py::arg("rank"),
@@ -163,11 +171,16 @@ void BindDecisionTypes(py::module_& m) {
            py::arg("first_layer"), py::arg("layers"), py::arg("forward_ms"), py::arg("backward_ms"),
            py::arg("layer_ms") = std::vector<double>{},
            "One stage in one window (its slowest replica), ms per micro-batch.")
-      .def_readwrite("first_layer", &StageMeasurement::first_layer)
-      .def_readwrite("layers", &StageMeasurement::layers)
-      .def_readwrite("forward_ms", &StageMeasurement::forward_ms)
-      .def_readwrite("backward_ms", &StageMeasurement::backward_ms)
-      .def_readwrite("layer_ms", &StageMeasurement::layer_ms);
+      .def_readwrite("first_layer", &StageMeasurement::first_layer,
+                     "First layer of the stage in the measured window.")
+      .def_readwrite("layers", &StageMeasurement::layers,
+                     "Layers the stage held in the measured window.")
+      .def_readwrite("forward_ms", &StageMeasurement::forward_ms,
+                     "Forward ms per micro-batch of the stage's slowest replica.")
+      .def_readwrite("backward_ms", &StageMeasurement::backward_ms,
+                     "Backward ms per micro-batch of the stage's slowest replica.")
+      .def_readwrite("layer_ms", &StageMeasurement::layer_ms,
+                     "Optional forward + backward ms per layer of the stage.");
 
   py::class_<RebalanceDecision>(m, "RebalanceDecision")
       .def(py::init([](std::vector<int64_t> current, std::vector<int64_t> next) {
@@ -181,19 +194,28 @@ void BindDecisionTypes(py::module_& m) {
            }),
            py::arg("current_counts"), py::arg("new_counts"),
            "A move decided elsewhere (a forced split), for Rebalancer.applied().")
-      .def_readonly("move", &RebalanceDecision::move)
-      .def_readonly("current_counts", &RebalanceDecision::current_counts)
-      .def_readonly("new_counts", &RebalanceDecision::new_counts)
-      .def_readonly("predicted_current_ms", &RebalanceDecision::predicted_current_ms)
-      .def_readonly("predicted_new_ms", &RebalanceDecision::predicted_new_ms)
+      .def_readonly("move", &RebalanceDecision::move,
+                    "True when the layers should move to new_counts.")
+      .def_readonly("current_counts", &RebalanceDecision::current_counts, "Layers per stage now.")
+      .def_readonly("new_counts", &RebalanceDecision::new_counts,
+                    "Layers per stage of the best split for the measured speeds.")
+      .def_readonly("predicted_current_ms", &RebalanceDecision::predicted_current_ms,
+                    "Predicted ms per stage under the current split.")
+      .def_readonly("predicted_new_ms", &RebalanceDecision::predicted_new_ms,
+                    "Predicted ms per stage under the new split.")
       .def_readonly("predicted_current_iteration_ms",
-                    &RebalanceDecision::predicted_current_iteration_ms)
-      .def_readonly("predicted_new_iteration_ms", &RebalanceDecision::predicted_new_iteration_ms)
+                    &RebalanceDecision::predicted_current_iteration_ms,
+                    "Predicted 1F1B iteration ms of the current split.")
+      .def_readonly("predicted_new_iteration_ms", &RebalanceDecision::predicted_new_iteration_ms,
+                    "Predicted 1F1B iteration ms of the new split.")
       .def_readonly("measured_current_iteration_ms",
-                    &RebalanceDecision::measured_current_iteration_ms)
-      .def_readonly("speed_standard_error", &RebalanceDecision::speed_standard_error)
-      .def_readonly("required_gain", &RebalanceDecision::required_gain)
-      .def_readonly("reason", &RebalanceDecision::reason)
+                    &RebalanceDecision::measured_current_iteration_ms,
+                    "Measured iteration ms of the current split (its windows' mean stage times).")
+      .def_readonly("speed_standard_error", &RebalanceDecision::speed_standard_error,
+                    "Relative standard error of the fitted speeds (the largest stage's).")
+      .def_readonly("required_gain", &RebalanceDecision::required_gain,
+                    "The gain a move had to show (threshold, noise margin, return factor).")
+      .def_readonly("reason", &RebalanceDecision::reason, "One line saying why it moves or holds.")
       .def("__repr__",
            [](const RebalanceDecision& d) { return "RebalanceDecision(" + d.reason + ")"; });
 }
@@ -218,8 +240,9 @@ void BindRebalancer(py::module_& m) {
           "of another split or with bad numbers hold, and the reason says why.")
       .def("applied", &Rebalancer::Applied, py::arg("decision"),
            "The move was carried out: the split is now decision.new_counts.")
-      .def_property_readonly("current_counts", &Rebalancer::current_counts)
-      .def_property_readonly("moves", &Rebalancer::moves);
+      .def_property_readonly("current_counts", &Rebalancer::current_counts,
+                             "Layers per stage the rebalancer believes current.")
+      .def_property_readonly("moves", &Rebalancer::moves, "Moves applied so far.");
 }
 
 void BindMeasurementTypes(py::module_& m) {
@@ -236,30 +259,41 @@ void BindMeasurementTypes(py::module_& m) {
            py::arg("forward_ms"), py::arg("backward_ms"),
            py::arg("layer_ms") = std::vector<double>{},
            "One rank in one window; times per micro-batch slice in ms.")
-      .def_readwrite("window", &WindowMeasurement::window)
-      .def_readwrite("revision", &WindowMeasurement::revision)
-      .def_readwrite("first_layer", &WindowMeasurement::first_layer)
-      .def_readwrite("layers", &WindowMeasurement::layers)
-      .def_readwrite("samples", &WindowMeasurement::samples)
-      .def_readwrite("micro_batches", &WindowMeasurement::micro_batches)
-      .def_readwrite("forward_ms", &WindowMeasurement::forward_ms)
-      .def_readwrite("backward_ms", &WindowMeasurement::backward_ms)
-      .def_readwrite("layer_ms", &WindowMeasurement::layer_ms)
-      .def_readwrite("attempt", &WindowMeasurement::attempt);
+      .def_readwrite("window", &WindowMeasurement::window,
+                     "Window index (0-based) within the attempt.")
+      .def_readwrite("revision", &WindowMeasurement::revision,
+                     "Layout revision the window ran under.")
+      .def_readwrite("first_layer", &WindowMeasurement::first_layer,
+                     "First layer of this rank's stage.")
+      .def_readwrite("layers", &WindowMeasurement::layers, "Layers of this rank's stage.")
+      .def_readwrite("samples", &WindowMeasurement::samples, "This rank's samples in the window.")
+      .def_readwrite("micro_batches", &WindowMeasurement::micro_batches,
+                     "Micro-batches per step in the window.")
+      .def_readwrite("forward_ms", &WindowMeasurement::forward_ms,
+                     "Forward ms per micro-batch slice (compute, not waits).")
+      .def_readwrite("backward_ms", &WindowMeasurement::backward_ms,
+                     "Backward ms per micro-batch slice (compute, not waits).")
+      .def_readwrite("layer_ms", &WindowMeasurement::layer_ms,
+                     "Optional forward + backward ms per layer of the stage.")
+      .def_readwrite("attempt", &WindowMeasurement::attempt,
+                     "Restart attempt (TORCHELASTIC_RESTART_COUNT).");
 
   py::class_<RankMeasurements>(m, "RankMeasurements")
-      .def_readonly("rank", &RankMeasurements::rank)
-      .def_readonly("stage", &RankMeasurements::stage)
-      .def_readonly("replica", &RankMeasurements::replica)
-      .def_readonly("family", &RankMeasurements::family)
-      .def_readonly("windows", &RankMeasurements::windows);
+      .def_readonly("rank", &RankMeasurements::rank, "Global rank.")
+      .def_readonly("stage", &RankMeasurements::stage, "The rank's stage.")
+      .def_readonly("replica", &RankMeasurements::replica, "The rank's replica index in its stage.")
+      .def_readonly("family", &RankMeasurements::family, "The rank's GPU family.")
+      .def_readonly("windows", &RankMeasurements::windows,
+                    "The rank's windows (WindowMeasurement), oldest first.");
 
   py::class_<Measurements>(m, "Measurements")
-      .def_readonly("num_layers", &Measurements::num_layers)
-      .def_readonly("layer_names", &Measurements::layer_names)
-      .def_readonly("micro_batches", &Measurements::micro_batches)
-      .def_readonly("ranks", &Measurements::ranks)
-      .def("to_json", &pipeline::MeasurementsJson, "README \"measurements.json\".")
+      .def_readonly("num_layers", &Measurements::num_layers, "Model layers in all.")
+      .def_readonly("layer_names", &Measurements::layer_names,
+                    "One name per model layer (may be empty).")
+      .def_readonly("micro_batches", &Measurements::micro_batches, "Micro-batches per step.")
+      .def_readonly("ranks", &Measurements::ranks, "Every rank's measurements (RankMeasurements).")
+      .def("to_json", &pipeline::MeasurementsJson,
+           "The measurements as JSON text (docs/reference/formats/measurements.md).")
       .def(
           "stage_windows",
           [](const Measurements& ms) { return pipeline::StageWindows(ms, nullptr); },
@@ -300,8 +334,11 @@ void BindMeasurementLog(py::module_& m) {
            "Appends one window and rewrites the file atomically. ValueError for a non-finite or "
            "negative time; False with a RuntimeWarning when the file cannot be written (the log "
            "stops writing, training goes on).")
-      .def_property_readonly("measurements", &MeasurementLog::measurements)
-      .def_property_readonly("path", &MeasurementLog::path);
+      .def_property_readonly("measurements", &MeasurementLog::measurements,
+                             "The windows logged so far (Measurements).")
+      .def_property_readonly(
+          "path", &MeasurementLog::path,
+          "The rank file it rewrites ($HETRUN_RUN_DIR/measurements/rank_R.json).");
 
   m.def(
       "parse_measurements",
