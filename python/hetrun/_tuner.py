@@ -306,3 +306,10 @@ class Tuner:
 
     def _attach_sampler(self, sampler) -> None:
         self._samplers.add(sampler)
+
+    def mark_compute_end(self) -> None:
+        """Ends this step's timed compute now (a CUDA event on GPU): for integrations that own
+        the DDP communication hook (hetrun.integrations) and call it from the hook's last bucket,
+        as the tuner's own hook does. Outside an open step it does nothing."""
+        if self._open:
+            self._compute_end = self._clock.mark_compute_end()

@@ -1,0 +1,120 @@
+"""One rank of the HetrunTrainer tests: trains the same tiny model twice in this process, tuned
+and untuned (re-seeded), on the same data, and (rank 0) writes a JSON summary: every window's
+shares, both runs' samples/s, and the largest parameter difference between the two runs."""
+
+import argparse
+import json
+import os
+import time
+
+import torch
+import transformers
+from transformers import GPT2Config, GPT2LMHeadModel, TrainingArguments
+
+from hetrun.integrations.transformers import HetrunTrainer
+
+
+class Regression(torch.nn.Module):
+    """A model whose loss is a mean over its batch (no loss kwargs: the sample-mean path)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
+
+    def forward(self, x, labels=None):
+        out = self.net(x)
+        loss = torch.nn.functional.mse_loss(out, labels) if labels is not None else None
+        return {"loss": loss, "logits": out}
+
+
+def dataset(kind, n):
+    g = torch.Generator().manual_seed(1)
+    if kind == "token":
+        ids = torch.randint(0, 64, (n, 16), generator=g)
+        return [{"input_ids": ids[i], "labels": ids[i]} for i in range(n)]
+    x = torch.randn(n, 16, generator=g, dtype=torch.float64)
+    y = x.sum(dim=1, keepdim=True).sin()
+    return [{"x": x[i], "labels": y[i]} for i in range(n)]
+
+
+def model(kind):
+    torch.manual_seed(0)
+    if kind == "token":
+        config = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2, n_head=2,
+                            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0,
+                            eos_token_id=0)
+        config._attn_implementation = "eager"
+        return GPT2LMHeadModel(config).double()
+    return Regression().double()
+
+
+def train(args, tune):
+    net = model(args.kind)
+    targs = TrainingArguments(
+        output_dir=os.path.join(args.out, "tuned" if tune else "even"), use_cpu=True,
+        per_device_train_batch_size=args.batch, gradient_accumulation_steps=args.accumulate,
+        max_steps=args.steps, learning_rate=1e-2, lr_scheduler_type="constant", seed=0,
+        data_seed=0, logging_steps=5, save_strategy="no", report_to=[], disable_tqdm=True,
+        dataloader_num_workers=0, ddp_backend="gloo", max_grad_norm=0.0)
+    trainer = HetrunTrainer(model=net, args=targs, train_dataset=dataset(args.kind, 600),
+                            data_collator=transformers.default_data_collator, tune=tune,
+                            window=args.window)
+    start = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - start
+    params = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+    shares = [list(r.shares) for r in trainer.tuner.reports]
+    if os.environ.get("HF_WORKER_DEBUG"):
+        print(trainer.tuner.reports[-1], flush=True)
+    return params, shares, trainer.global_batch * args.steps / seconds
+
+
+class Stream(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        return iter(dataset("token", 64))
+
+
+def check_errors(args):
+    """The ValueErrors a user meets, by message (the test checks each names the bad input)."""
+    out = {}
+    targs = TrainingArguments(output_dir=os.path.join(args.out, "errors"), use_cpu=True,
+                              per_device_train_batch_size=4, max_steps=2, report_to=[],
+                              save_strategy="no", ddp_backend="gloo", disable_tqdm=True)
+    for name, make in [("iterable", lambda: HetrunTrainer(model=model("token"), args=targs,
+                                                          train_dataset=Stream())),
+                       ("window", lambda: HetrunTrainer(model=model("token"), args=targs,
+                                                        train_dataset=dataset("token", 64),
+                                                        window=0))]:
+        try:
+            make().train()
+            out[name] = "no error"
+        except ValueError as error:
+            out[name] = str(error)
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--kind", choices=["token", "sample"], default="token")
+    p.add_argument("--steps", type=int, default=16)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--accumulate", type=int, default=2)
+    p.add_argument("--window", type=int, default=3)
+    p.add_argument("--out", required=True)
+    p.add_argument("--only-even", action="store_true", help="one untuned run (torchrun test)")
+    args = p.parse_args()
+    errors = check_errors(args) if args.only_even else {}
+    even, even_shares, even_rate = train(args, tune=False)
+    summary = {"errors": errors, "even_shares": even_shares, "even_samples_per_s": even_rate,
+               "torch": torch.__version__, "transformers": transformers.__version__}
+    if not args.only_even:
+        tuned, tuned_shares, tuned_rate = train(args, tune=True)
+        summary.update(tuned_shares=tuned_shares, tuned_samples_per_s=tuned_rate,
+                       max_param_diff=float((tuned - even).abs().max()))
+    if int(os.environ["RANK"]) == 0:
+        with open(os.path.join(args.out, "summary.json"), "w") as f:
+            json.dump(summary, f)
+
+
+if __name__ == "__main__":
+    main()
