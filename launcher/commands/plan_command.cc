@@ -1,5 +1,6 @@
 // `hetrun plan --cluster FILE --model FILE [--json] [--compare-split N,N,...]
-//              [--emit volcano [--strict-homogeneous] | --emit megatron] [--output FILE]]`,
+//              [--emit volcano [--strict-homogeneous] | --emit megatron | --emit torchtitan]
+//              [--output FILE]]`,
 // `hetrun plan --measured FILE (--cluster FILE --model FILE | --plan FILE) [--json]`:
 // the layer split of a pipeline over mixed GPU stages that minimises the slowest stage, its 1F1B
 // figures next to an even split (and a hand split), and the matching Volcano Job or Megatron-LM
@@ -18,6 +19,7 @@
 #include "hetrun/plan/megatron_layout.h"
 #include "hetrun/plan/model_spec.h"
 #include "hetrun/plan/pipeline_planner.h"
+#include "hetrun/plan/torchtitan_args.h"
 #include "hetrun/plan/volcano_job.h"
 
 namespace hetrun::launcher {
@@ -76,9 +78,14 @@ void AddPlanOptions(cxxopts::Options& options) {
       "json", "print the plan as JSON")(
       "compare-split", "also evaluate this split: layers per stage, e.g. 8,12,12,12,12,8",
       cxxopts::value<std::string>())("emit",
-                                     "print instead of the plan: volcano (a Volcano Job) or "
-                                     "megatron (Megatron-LM's pipeline arguments)",
+                                     "print instead of the plan: volcano (a Volcano Job), "
+                                     "megatron (Megatron-LM's pipeline arguments) or torchtitan "
+                                     "(torchtitan 0.3.0's command-line overrides)",
                                      cxxopts::value<std::string>())(
+      "torchtitan-names",
+      "with --emit torchtitan: EMBEDDING:LAYER:HEAD module names ({} = the layer index; default "
+      "tok_embeddings:layers.{}:norm,lm_head)",
+      cxxopts::value<std::string>())(
       "strict-homogeneous",
       "with --emit volcano: one gang task on one GPU family (data/tensor parallel)")(
       "family", "with --strict-homogeneous: the family (default: the fastest)",
@@ -116,8 +123,11 @@ Status CheckPlanFlags(const cxxopts::ParseResult& parsed) {
     return UsageError("--measured re-plans from the measured split: no --emit or --compare-split");
   }
   std::string emit = parsed.count("emit") ? parsed["emit"].as<std::string>() : "";
-  if (!emit.empty() && emit != "volcano" && emit != "megatron") {
-    return UsageError("--emit '" + emit + "': one of volcano, megatron");
+  if (!emit.empty() && emit != "volcano" && emit != "megatron" && emit != "torchtitan") {
+    return UsageError("--emit '" + emit + "': one of volcano, megatron, torchtitan");
+  }
+  if (parsed.count("torchtitan-names") && emit != "torchtitan") {
+    return UsageError("--torchtitan-names goes with --emit torchtitan");
   }
   bool homogeneous = parsed.count("strict-homogeneous") > 0;
   if (homogeneous && emit != "volcano") {
@@ -166,6 +176,17 @@ Result<std::string> PipelineOutput(const cxxopts::ParseResult& parsed,
     HETRUN_ASSIGN_OR_RETURN(plan::MegatronLayout layout,
                             plan::MegatronLayoutFor(result.best, model));
     return plan::MegatronArgumentsText(layout, result.best, model);
+  }
+  if (emit == "torchtitan") {
+    plan::TorchtitanNames names;
+    if (parsed.count("torchtitan-names")) {
+      HETRUN_ASSIGN_OR_RETURN(
+          names, plan::ParseTorchtitanNames(parsed["torchtitan-names"].as<std::string>(),
+                                            "--torchtitan-names"));
+    }
+    HETRUN_ASSIGN_OR_RETURN(plan::TorchtitanArgs args,
+                            plan::TorchtitanArgsFor(result.best, model, names));
+    return plan::TorchtitanArgumentsText(args, result.best, model, names);
   }
   if (!emit.empty()) return plan::PipelineJobYaml(result, cluster);
   return parsed.count("json") ? plan::PlanJson(result, model) : plan::PlanText(result, model);
