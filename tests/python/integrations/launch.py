@@ -1,6 +1,6 @@
 """Launching the integration workers as a user would (imported by the tests here): under the
 real `hetrun run` with an emulated 2 x H100 + 1 x A100 node (the A100 rank's compute stretched
-3x), or under torchrun."""
+6x), or under torchrun."""
 
 import json
 import os
@@ -41,11 +41,11 @@ def summary_of(proc, out):
 
 
 def hetrun_mixed(worker, args, tmp_path):
-    """2 emulated H100 ranks and 1 A100 rank at 3x under hetrun run; the worker's summary."""
+    """2 emulated H100 ranks and 1 A100 rank at 6x under hetrun run; the worker's summary."""
     cmd = [HETRUN, "run", "--nproc-per-node", "3", "--fake-gpus", f"{H100},{H100},{A100}",
            "--master-port", str(free_port()), "--", sys.executable, str(HERE / worker),
            "--out", str(tmp_path), *args]
-    env = environment({"HETRUN_EMULATE_SLOWDOWN": "ampere=3,hopper=1"})
+    env = environment({"HETRUN_EMULATE_SLOWDOWN": "ampere=6,hopper=1"})
     proc = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     return summary_of(proc, tmp_path)
 

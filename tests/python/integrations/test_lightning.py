@@ -1,5 +1,5 @@
 """HetrunBalancing (hetrun.integrations.lightning) with the real Lightning Trainer (DDP over Gloo,
-3 processes under hetrun run, 2 H100 + 1 A100 emulated at 3x); once under torchrun."""
+3 processes under hetrun run, 2 H100 + 1 A100 emulated at 6x); once under torchrun."""
 
 from launch import assert_balanced_and_exact, hetrun_mixed, torchrun_even
 

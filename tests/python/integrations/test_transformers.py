@@ -1,5 +1,5 @@
 """HetrunTrainer (hetrun.integrations.transformers) with the real Trainer: tiny models built from
-configs, Gloo, 3 processes under hetrun run (2 H100 + 1 A100 emulated at 3x), tuned and untuned in
+configs, Gloo, 3 processes under hetrun run (2 H100 + 1 A100 emulated at 6x), tuned and untuned in
 one launch; once untuned under torchrun."""
 
 from launch import assert_balanced_and_exact, hetrun_mixed, torchrun_even
