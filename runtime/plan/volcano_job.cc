@@ -57,12 +57,12 @@ std::string TopologyHeader(const ClusterSpec& cluster, bool gang) {
       "networkTopology (Volcano 1.12 or later, with HyperNodes describing the fabric): "
       "every pod\ninside one HyperNode of tier " +
       tier +
-      " or lower, which keeps the stage boundaries' and collectives'\ntraffic off the "
-      "fabric's oversubscribed upper tiers. Mode " +
+      " or lower, which keeps the job's traffic (stage boundaries,\ncollectives) off the "
+      "fabric's oversubscribed upper tiers.\nMode " +
       mode + ": ";
   text += mode == "hard"
               ? "the job waits until one such HyperNode has room for all its pods.\n"
-              : "Volcano prefers one such HyperNode and places the pods anyway when none has "
+              : "Volcano prefers one such HyperNode and places the pods anyway when none\nhas "
                 "room.\n";
   if (gang && cluster.network_mode == "soft") {
     text +=
