@@ -31,6 +31,7 @@ nlohmann::json ToJson(const Topology& t) {
                             {"master_port", t.master_port.source}};
   if (t.task) sources["task"] = t.task->source;
   if (t.task_index) sources["task_index"] = t.task_index->source;
+  if (t.incarnation) sources["incarnation"] = t.incarnation->source;
   nlohmann::json overrides = nlohmann::json::array();
   for (const Override& o : t.overrides) {
     overrides.push_back({{"field", o.field}, {"winner", o.winner}, {"overridden", o.overridden}});
@@ -49,6 +50,8 @@ nlohmann::json ToJson(const Topology& t) {
       {"per_process", t.per_process},
       {"task", t.task ? nlohmann::json(t.task->value) : nlohmann::json(nullptr)},
       {"task_index", t.task_index ? nlohmann::json(t.task_index->value) : nlohmann::json(nullptr)},
+      {"incarnation",
+       t.incarnation ? nlohmann::json(t.incarnation->value) : nlohmann::json(nullptr)},
       {"tasks", tasks},
       {"sources", sources},
       {"overrides", overrides},
@@ -72,6 +75,9 @@ void PrintText(const Topology& t, std::ostream& out) {
   if (t.task) out << "task=" << t.task->value << " (" << t.task->source << ")\n";
   if (t.task_index) {
     out << "task_index=" << t.task_index->value << " (" << t.task_index->source << ")\n";
+  }
+  if (t.incarnation) {
+    out << "incarnation=" << t.incarnation->value << " (" << t.incarnation->source << ")\n";
   }
   for (size_t i = 0; i < t.tasks.size(); ++i) {
     const TaskInfo& task = t.tasks[i];

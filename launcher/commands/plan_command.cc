@@ -1,10 +1,10 @@
 // `hetrun plan --cluster FILE --model FILE [--json] [--compare-split N,N,...]
-//              [--emit volcano [--strict-homogeneous] | --emit megatron | --emit torchtitan]
-//              [--output FILE]]`,
+//              [--emit volcano [--strict-homogeneous] | --emit jobset [--kueue-queue NAME] |
+//               --emit megatron | --emit torchtitan [--torchtitan-names E:L:H]] [--output FILE]]`,
 // `hetrun plan --measured FILE (--cluster FILE --model FILE | --plan FILE) [--json]`:
 // the layer split of a pipeline over mixed GPU stages that minimises the slowest stage, its 1F1B
-// figures next to an even split (and a hand split), and the matching Volcano Job or Megatron-LM
-// pipeline arguments.
+// figures next to an even split (and a hand split), and the matching Volcano Job, JobSet (with
+// its Kueue queues) or Megatron-LM pipeline arguments.
 #include <cerrno>
 #include <cxxopts.hpp>
 #include <fstream>
@@ -16,6 +16,8 @@
 #include "hetrun/base/exit_code.h"
 #include "hetrun/pipeline/measured_plan.h"
 #include "hetrun/plan/cluster_spec.h"
+#include "hetrun/plan/jobset.h"
+#include "hetrun/plan/kueue_queues.h"
 #include "hetrun/plan/megatron_layout.h"
 #include "hetrun/plan/model_spec.h"
 #include "hetrun/plan/pipeline_planner.h"
@@ -38,10 +40,12 @@ Status WriteOutput(const std::string& path, const std::string& text, std::ostrea
   return Status::Ok();
 }
 
-// Volcano names pods <job>-<task>-<index>; Kubernetes needs that to be a label (<= 63).
-Status CheckPodNames(const plan::ClusterSpec& cluster) {
+// Volcano names pods <job>-<task>-<index>, JobSet's DNS host names are <job>-<task>-<index>-0;
+// Kubernetes needs that to be a label (<= 63).
+Status CheckPodNames(const plan::ClusterSpec& cluster, bool jobset) {
   for (const plan::StageSlot& slot : cluster.stages) {
-    std::string pod = cluster.job_name + "-" + slot.task + "-" + std::to_string(slot.task_index);
+    std::string pod = cluster.job_name + "-" + slot.task + "-" + std::to_string(slot.task_index) +
+                      (jobset ? "-0" : "");
     if (pod.size() > 63) {
       return InvalidArgumentError("pod name '" + pod +
                                   "' is longer than 63 characters: shorten "
@@ -68,7 +72,8 @@ Status ApplyJobFlags(const cxxopts::ParseResult& parsed, plan::ClusterSpec* clus
   }
   if (parsed.count("queue")) cluster->queue = parsed["queue"].as<std::string>();
   if (parsed.count("image")) cluster->image = parsed["image"].as<std::string>();
-  return CheckPodNames(*cluster);
+  bool jobset = parsed.count("emit") && parsed["emit"].as<std::string>() == "jobset";
+  return CheckPodNames(*cluster, jobset);
 }
 
 void AddPlanOptions(cxxopts::Options& options) {
@@ -78,10 +83,14 @@ void AddPlanOptions(cxxopts::Options& options) {
       "json", "print the plan as JSON")(
       "compare-split", "also evaluate this split: layers per stage, e.g. 8,12,12,12,12,8",
       cxxopts::value<std::string>())("emit",
-                                     "print instead of the plan: volcano (a Volcano Job), "
-                                     "megatron (Megatron-LM's pipeline arguments) or torchtitan "
-                                     "(torchtitan 0.3.0's command-line overrides)",
+                                     "print instead of the plan: volcano (a Volcano Job), jobset "
+                                     "(a Kubernetes JobSet), megatron (Megatron-LM's pipeline "
+                                     "arguments) or torchtitan (torchtitan 0.3.0's overrides)",
                                      cxxopts::value<std::string>())(
+      "kueue-queue",
+      "with --emit jobset: queue the JobSet in this Kueue LocalQueue and add the Kueue "
+      "ResourceFlavors, ClusterQueue and LocalQueue to apply once",
+      cxxopts::value<std::string>())(
       "torchtitan-names",
       "with --emit torchtitan: EMBEDDING:LAYER:HEAD module names ({} = the layer index; default "
       "tok_embeddings:layers.{}:norm,lm_head)",
@@ -104,6 +113,29 @@ void AddPlanOptions(cxxopts::Options& options) {
                                      cxxopts::value<std::string>())("h,help", "this text");
 }
 
+// --emit's value and the flags that go with one kind of output only.
+Status CheckEmitFlags(const cxxopts::ParseResult& parsed, const std::string& emit) {
+  if (!emit.empty() && emit != "volcano" && emit != "jobset" && emit != "megatron" &&
+      emit != "torchtitan") {
+    return UsageError("--emit '" + emit + "': one of volcano, jobset, megatron, torchtitan");
+  }
+  if (parsed.count("torchtitan-names") && emit != "torchtitan") {
+    return UsageError("--torchtitan-names goes with --emit torchtitan");
+  }
+  if (parsed.count("kueue-queue")) {
+    std::string queue = parsed["kueue-queue"].as<std::string>();
+    if (emit != "jobset") return UsageError("--kueue-queue goes with --emit jobset");
+    if (!plan::IsDnsLabel(queue)) {
+      return UsageError("--kueue-queue '" + queue +
+                        "' must be an RFC 1123 label (lower-case, digits, '-'; at most 63)");
+    }
+  }
+  if (emit == "jobset" && parsed.count("queue")) {
+    return UsageError("--queue is Volcano's queue; a JobSet is queued with --kueue-queue");
+  }
+  return Status::Ok();
+}
+
 // The flags that need or exclude each other.
 Status CheckPlanFlags(const cxxopts::ParseResult& parsed) {
   if (!parsed.unmatched().empty()) {
@@ -123,12 +155,7 @@ Status CheckPlanFlags(const cxxopts::ParseResult& parsed) {
     return UsageError("--measured re-plans from the measured split: no --emit or --compare-split");
   }
   std::string emit = parsed.count("emit") ? parsed["emit"].as<std::string>() : "";
-  if (!emit.empty() && emit != "volcano" && emit != "megatron" && emit != "torchtitan") {
-    return UsageError("--emit '" + emit + "': one of volcano, megatron, torchtitan");
-  }
-  if (parsed.count("torchtitan-names") && emit != "torchtitan") {
-    return UsageError("--torchtitan-names goes with --emit torchtitan");
-  }
+  HETRUN_RETURN_IF_ERROR(CheckEmitFlags(parsed, emit));
   bool homogeneous = parsed.count("strict-homogeneous") > 0;
   if (homogeneous && emit != "volcano") {
     return UsageError("--strict-homogeneous goes with --emit volcano");
@@ -151,6 +178,21 @@ Result<std::string> HomogeneousOutput(const cxxopts::ParseResult& parsed,
     return InvalidArgumentError("--family '" + family + "' is not a family of the cluster file");
   }
   return plan::HomogeneousJobYaml(cluster, family);
+}
+
+// --emit torchtitan: the plan's split as torchtitan's overrides, with --torchtitan-names.
+Result<std::string> TorchtitanOutput(const cxxopts::ParseResult& parsed,
+                                     const plan::PipelinePlan& result,
+                                     const plan::ModelSpec& model) {
+  plan::TorchtitanNames names;
+  if (parsed.count("torchtitan-names")) {
+    HETRUN_ASSIGN_OR_RETURN(names,
+                            plan::ParseTorchtitanNames(parsed["torchtitan-names"].as<std::string>(),
+                                                       "--torchtitan-names"));
+  }
+  HETRUN_ASSIGN_OR_RETURN(plan::TorchtitanArgs args,
+                          plan::TorchtitanArgsFor(result.best, model, names));
+  return plan::TorchtitanArgumentsText(args, result.best, model, names);
 }
 
 // The pipeline plan of --model over the cluster: text, JSON (--json), its Volcano Job or its
@@ -177,16 +219,12 @@ Result<std::string> PipelineOutput(const cxxopts::ParseResult& parsed,
                             plan::MegatronLayoutFor(result.best, model));
     return plan::MegatronArgumentsText(layout, result.best, model);
   }
-  if (emit == "torchtitan") {
-    plan::TorchtitanNames names;
-    if (parsed.count("torchtitan-names")) {
-      HETRUN_ASSIGN_OR_RETURN(
-          names, plan::ParseTorchtitanNames(parsed["torchtitan-names"].as<std::string>(),
-                                            "--torchtitan-names"));
-    }
-    HETRUN_ASSIGN_OR_RETURN(plan::TorchtitanArgs args,
-                            plan::TorchtitanArgsFor(result.best, model, names));
-    return plan::TorchtitanArgumentsText(args, result.best, model, names);
+  if (emit == "torchtitan") return TorchtitanOutput(parsed, result, model);
+  if (emit == "jobset") {
+    std::string queue = parsed.count("kueue-queue") ? parsed["kueue-queue"].as<std::string>() : "";
+    std::string text = plan::JobSetYaml(result, cluster, queue);
+    if (!queue.empty()) text += "---\n" + plan::KueueQueuesYaml(cluster, queue);
+    return text;
   }
   if (!emit.empty()) return plan::PipelineJobYaml(result, cluster);
   return parsed.count("json") ? plan::PlanJson(result, model) : plan::PlanText(result, model);
@@ -222,8 +260,8 @@ Result<int> commands::Plan(const CommandContext& context) {
       "hetrun plan",
       "Split a model's layers over pipeline stages on mixed GPU generations: the split that "
       "minimises the slowest stage (exact), its 1F1B iteration time and bubble, next to an even "
-      "split, with the links its boundaries cross; optionally the Volcano Job that runs it or "
-      "the split as Megatron-LM pipeline arguments.");
+      "split, with the links its boundaries cross; optionally the Volcano Job or the JobSet "
+      "(with its Kueue queues) that runs it, or the split as Megatron-LM pipeline arguments.");
   AddPlanOptions(options);
   HETRUN_ASSIGN_OR_RETURN(cxxopts::ParseResult parsed,
                           ParseSubcommandOptions(options, context.args));

@@ -96,7 +96,7 @@ std::string EnvVarTableText() {
           out << "\nhetrun settings (flags override these):\n";
           break;
         case EnvCategory::kLauncher:
-          out << "\nRead from Volcano, Kubeflow, MPI and Slurm:\n";
+          out << "\nRead from Volcano, Kubeflow, MPI, Slurm and JobSet:\n";
           break;
         case EnvCategory::kSystem:
           out << "\nOther variables read or passed on:\n";

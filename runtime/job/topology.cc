@@ -1,7 +1,8 @@
 // ResolveTopology: every convention present offers candidate values for each field; the one of
 // highest precedence (docs/ARCHITECTURE.md §4.1) wins, and every lower one that differs is recorded
 // as an override. Conventions are read in their own files (per_process_launchers.cc,
-// volcano_tasks.cc); Kubeflow, the Volcano pytorch plugin, HETRUN_* and flags are read here.
+// volcano_tasks.cc, jobset_pods.cc); Kubeflow, the Volcano pytorch plugin, HETRUN_* and flags are
+// read here.
 #include "hetrun/job/topology.h"
 
 #include <spdlog/spdlog.h>
@@ -283,6 +284,8 @@ std::string ConventionOfLevel(int level, const std::vector<PerProcessInfo>& laun
       return "volcano-pytorch";
     case kVolcanoSvcLevel:
       return "volcano-svc";
+    case kJobSetLevel:
+      return "jobset";
     default:
       return "single-node";
   }
@@ -302,7 +305,31 @@ struct Gathered {
   Field<int> rank{"rank"}, size{"world_size"}, local_rank{"local_rank"}, local_size{"local_size"};
   bool kubeflow = false;
   std::optional<VolcanoJob> volcano;
+  std::optional<JobSetPod> jobset;
 };
+
+// Level 7: a JobSet pod (HETRUN_JOBSET_*). Its task and index count where no Volcano job gave
+// them.
+Status AddJobSet(const Environment& env, Gathered* g, Topology* topology) {
+  HETRUN_ASSIGN_OR_RETURN(g->jobset, ReadJobSetPod(env));
+  if (!g->jobset) return Status::Ok();
+  const JobSetPod& jobset = *g->jobset;
+  if (!jobset.nnodes && g->f.nnodes.BestLevel() > kJobSetLevel) {
+    return InvalidArgumentError(
+        "HETRUN_JOBSET_REPLICAS is not set (JobSet): the number of nodes is unknown; "
+        "`hetrun plan --emit jobset` writes it, or set HETRUN_NNODES");
+  }
+  g->f.nnodes.Add(jobset.nnodes);
+  g->f.node_rank.Add(jobset.node_rank);
+  g->f.master_addr.Add(jobset.master_addr);
+  if (!g->volcano) {
+    topology->tasks = jobset.tasks;
+    topology->task = jobset.task;
+    topology->task_index = jobset.task_index;
+  }
+  topology->incarnation = jobset.incarnation;
+  return Status::Ok();
+}
 
 // Level 3: per-process launchers. With workers per node given explicitly (flag or
 // HETRUN_NPROC_PER_NODE), each launched process is instead one hetrun per node.
@@ -331,8 +358,8 @@ Status GatherPerProcess(const Environment& env, Gathered* g, Topology* topology)
   return Status::Ok();
 }
 
-// Levels 1 to 7, in precedence order: flags and HETRUN_*, per-process launchers, Kubeflow or the
-// Volcano pytorch plugin, Volcano's svc and env plugins, defaults.
+// Levels 1 to 8, in precedence order: flags and HETRUN_*, per-process launchers, Kubeflow or the
+// Volcano pytorch plugin, Volcano's svc and env plugins, JobSet, defaults.
 Status GatherCandidates(const TopologyInputs& in, Gathered* g, Topology* topology) {
   const Environment& env = in.env;
   HETRUN_RETURN_IF_ERROR(AddFlagsAndHetrunVars(in, &g->f));
@@ -368,7 +395,9 @@ Status GatherCandidates(const TopologyInputs& in, Gathered* g, Topology* topolog
     }
   }
 
-  // Level 7: nothing. One node; its rank is 0 only when it is the only node.
+  HETRUN_RETURN_IF_ERROR(AddJobSet(env, g, topology));
+
+  // Level 8: nothing. One node; its rank is 0 only when it is the only node.
   g->f.nnodes.Add(Candidate<int>{1, "default: single node", kDefaultLevel});
   g->f.master_port.Add(Candidate<int>{kTorchrunPort, "default: torchrun's port", kDefaultLevel});
   g->f.nproc.Add(

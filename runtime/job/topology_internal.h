@@ -24,8 +24,9 @@ enum Level : int {
   kKubeflowLevel = 4,
   kVolcanoPytorchLevel = 5,
   kVolcanoSvcLevel = 6,
-  kDerivedLevel = 7,
-  kDefaultLevel = 8,
+  kJobSetLevel = 7,
+  kDerivedLevel = 8,
+  kDefaultLevel = 9,
 };
 
 /// One value a convention offers for a field.
@@ -97,5 +98,27 @@ struct VolcanoJob {
 /// The Volcano job from VC_<TASK>_NUM / VC_<TASK>_HOSTS (or the host files when no such
 /// variable is set); nullopt when neither is present.
 Result<std::optional<VolcanoJob>> ReadVolcanoJob(const TopologyInputs& inputs);
+
+// --- JobSet (jobset_pods.cc) ---
+
+/// What a JobSet pod's environment says (the HETRUN_JOBSET_* variables that `hetrun plan --emit
+/// jobset` fills from JobSet's pod labels through the downward API, JOB_COMPLETION_INDEX).
+struct JobSetPod {
+  std::vector<TaskInfo> tasks;               ///< replicated jobs in HETRUN_TASK_ORDER's order
+  std::optional<Sourced<std::string>> task;  ///< this pod's replicated job
+  std::optional<Sourced<int>> task_index;    ///< its Job index
+  std::optional<Candidate<int>> nnodes;
+  std::optional<Candidate<int>> node_rank;
+  std::optional<Candidate<std::string>> master_addr;
+  std::optional<Sourced<int>> incarnation;  ///< the JobSet's restart attempt
+};
+
+/// True when any HETRUN_JOBSET_* variable is set and not empty.
+bool HasJobSet(const Environment& env);
+
+/// The JobSet pod's topology; nullopt when no HETRUN_JOBSET_* variable is set. Inconsistent
+/// values (a global index that is not the task's offset plus its job index, an index past the
+/// replicas, a second pod in a Job) are InvalidArgument errors naming the variables.
+Result<std::optional<JobSetPod>> ReadJobSetPod(const Environment& env);
 
 }  // namespace hetrun::topology_internal

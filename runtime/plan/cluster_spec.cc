@@ -50,6 +50,28 @@ Status ParseFamilySpeeds(const nlohmann::json& root, const JsonPlace& place,
   return Status::Ok();
 }
 
+// network_tier / network_mode: Volcano's networkTopology (HyperNode tiers start at 1).
+Status ParseNetworkTopology(const nlohmann::json& root, const JsonPlace& place,
+                            ClusterSpec* cluster) {
+  if (root.contains("network_tier")) {
+    HETRUN_ASSIGN_OR_RETURN(int64_t tier,
+                            internal::RequiredInteger(root, place, "network_tier", 1, 64));
+    cluster->network_tier = tier;
+  }
+  HETRUN_ASSIGN_OR_RETURN(auto mode, internal::OptionalString(root, place, "network_mode"));
+  if (!mode) return Status::Ok();
+  if (*mode != "hard" && *mode != "soft") {
+    return place.Key("network_mode")
+        .Error("'" + internal::Shown(*mode) + "' is not one of hard, soft");
+  }
+  if (!cluster->network_tier) {
+    return place.Key("network_mode")
+        .Error("needs $.network_tier (the highest HyperNode tier the job may span)");
+  }
+  cluster->network_mode = *mode;
+  return Status::Ok();
+}
+
 Status ParseJobSettings(const nlohmann::json& root, const JsonPlace& place, ClusterSpec* cluster) {
   HETRUN_ASSIGN_OR_RETURN(auto job_name, internal::OptionalString(root, place, "job_name"));
   if (job_name) {
@@ -69,6 +91,7 @@ Status ParseJobSettings(const nlohmann::json& root, const JsonPlace& place, Clus
   if (image) cluster->image = *image;
   HETRUN_ASSIGN_OR_RETURN(cluster->gpus_per_pod,
                           internal::IntegerOr(root, place, "gpus_per_pod", 8, 0, 1024));
+  HETRUN_RETURN_IF_ERROR(ParseNetworkTopology(root, place, cluster));
   if (auto it = root.find("command"); it != root.end()) {
     JsonPlace at = place.Key("command");
     if (!it->is_array() || it->empty()) return at.Error("must be a non-empty list of strings");
@@ -201,10 +224,11 @@ Status ParseStageEntry(const nlohmann::json& entry, const JsonPlace& at,
 Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_view source) {
   HETRUN_ASSIGN_OR_RETURN(nlohmann::json root, internal::ParseJsonText(json_text, source));
   JsonPlace place{std::string(source), "$"};
-  HETRUN_RETURN_IF_ERROR(internal::CheckObject(
-      root, place,
-      {"family_speed", "label_key", "memory_ceiling_bytes", "stages", "job_name", "namespace",
-       "queue", "image", "gpus_per_pod", "command", "network", "nvlink"}));
+  HETRUN_RETURN_IF_ERROR(
+      internal::CheckObject(root, place,
+                            {"family_speed", "label_key", "memory_ceiling_bytes", "stages",
+                             "job_name", "namespace", "queue", "image", "gpus_per_pod", "command",
+                             "network", "nvlink", "network_tier", "network_mode"}));
   ClusterSpec cluster;
   cluster.family_speed = DefaultFamilySpeeds();
   HETRUN_RETURN_IF_ERROR(ParseFamilySpeeds(root, place, &cluster.family_speed));

@@ -1,27 +1,16 @@
 #include "hetrun/plan/volcano_job.h"
 
 #include <cstdio>
-#include <map>
-#include <nlohmann/json.hpp>
 
 #include "hetrun/base/exit_code.h"
+#include "plan/pod_template.h"
 #include "plan/yaml_writer.h"
 
 namespace hetrun::plan {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-Json EnvVar(const std::string& name, const std::string& value) {
-  return {{"name", name}, {"value", value}};
-}
-
-Json Metadata(const ClusterSpec& cluster) {
-  Json metadata = {{"name", cluster.job_name}};
-  if (!cluster.namespace_name.empty()) metadata["namespace"] = cluster.namespace_name;
-  metadata["labels"] = {{"app.kubernetes.io/managed-by", "hetrun"}};
-  return metadata;
-}
+using internal::EnvVar;
+using internal::Json;
 
 Json PoliciesJson() {
   Json policies = Json::array();
@@ -35,122 +24,55 @@ Json PoliciesJson() {
   return policies;
 }
 
+// The networkTopology mode of a job: hard for a strict-homogeneous gang (its ring must not
+// cross the upper tiers), the cluster file's mode or soft for a pipeline.
+std::string TopologyMode(const ClusterSpec& cluster, bool gang) {
+  if (gang) return "hard";
+  return cluster.network_mode.empty() ? "soft" : cluster.network_mode;
+}
+
 // Job-level fields shared by every job we write: a gang of all pods, Volcano's scheduler, the
-// svc and env plugins (hosts files, VC_TASK_INDEX) hetrun resolves the topology from.
-Json JobSpec(const ClusterSpec& cluster, int64_t pods) {
-  return {{"minAvailable", pods},
-          {"schedulerName", "volcano"},
-          {"queue", cluster.queue},
-          {"maxRetry", 3},
-          {"plugins", {{"env", Json::array()}, {"svc", Json::array()}}},
-          {"policies", PoliciesJson()}};
+// svc and env plugins (hosts files, VC_TASK_INDEX) hetrun resolves the topology from, and the
+// network topology constraint when the cluster file asks for one.
+Json JobSpec(const ClusterSpec& cluster, int64_t pods, bool gang) {
+  Json spec = {{"minAvailable", pods},
+               {"schedulerName", "volcano"},
+               {"queue", cluster.queue},
+               {"maxRetry", internal::kMaxJobRestarts},
+               {"plugins", {{"env", Json::array()}, {"svc", Json::array()}}},
+               {"policies", PoliciesJson()}};
+  if (cluster.network_tier) {
+    spec["networkTopology"] = {{"mode", TopologyMode(cluster, gang)},
+                               {"highestTierAllowed", *cluster.network_tier}};
+  }
+  return spec;
 }
 
-// hetrun's worst case after SIGTERM: the default grace period (30 s, Kubernetes' default
-// terminationGracePeriodSeconds), node 0's final wait for the others (the default peer timeout,
-// 15 s), and a margin. The pods get this period, and hetrun reads it back to check the sum.
-constexpr int64_t kHetrunGraceSeconds = 30;
-constexpr int64_t kHetrunPeerTimeoutSeconds = 15;
-constexpr int64_t kPodGraceMarginSeconds = 15;
-constexpr int64_t kPodGraceSeconds =
-    kHetrunGraceSeconds + kHetrunPeerTimeoutSeconds + kPodGraceMarginSeconds;
-
-// The port of hetrun run's /metrics endpoint in every pod (HETRUN_METRICS_PORT), declared as
-// the container port "metrics" (examples/monitoring/podmonitor.yaml scrapes it by that name).
-constexpr int64_t kMetricsPort = 9400;
-// The namespace whose pods may scrape it (the NetworkPolicy's only other way in).
-constexpr const char* kMonitoringNamespace = "monitoring";
-
-std::string SecretName(const ClusterSpec& cluster) {
-  return cluster.job_name + "-hetrun-secret";
-}
-
-// The variables every pod gets from hetrun's side: the job secret from a Secret the user
-// creates (README "The rendezvous store's exposure"), and the pod's grace period.
-void AddHetrunEnv(const ClusterSpec& cluster, Json& env) {
-  env.push_back(
-      {{"name", "HETRUN_JOB_SECRET"},
-       {"valueFrom", {{"secretKeyRef", {{"name", SecretName(cluster)}, {"key", "secret"}}}}}});
-  env.push_back(EnvVar("HETRUN_POD_GRACE_PERIOD", std::to_string(kPodGraceSeconds) + "s"));
-  env.push_back(EnvVar("HETRUN_METRICS_PORT", std::to_string(kMetricsPort)));
-}
-
-// The pod template around `pod_spec`: Prometheus' scrape annotations, and a memory-backed
-// /dev/shm (NCCL and DataLoader workers outgrow the container runtime's default 64 MiB).
-Json PodTemplate(Json pod_spec) {
-  pod_spec["volumes"] = Json::array({{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}}});
-  Json annotations = {{"prometheus.io/scrape", "true"},
-                      {"prometheus.io/port", std::to_string(kMetricsPort)},
-                      {"prometheus.io/path", "/metrics"}};
-  return {{"metadata", {{"annotations", std::move(annotations)}}}, {"spec", std::move(pod_spec)}};
-}
-
-// Ingress to the job's pods only from the job's pods (the store port, NCCL's ports): Volcano
-// labels every pod of a job with volcano.sh/job-name.
-Json NetworkPolicy(const ClusterSpec& cluster) {
-  Json metadata = {{"name", cluster.job_name + "-hetrun-store"}};
-  if (!cluster.namespace_name.empty()) metadata["namespace"] = cluster.namespace_name;
-  metadata["labels"] = {{"app.kubernetes.io/managed-by", "hetrun"}};
-  Json job_pods = {{"matchLabels", {{"volcano.sh/job-name", cluster.job_name}}}};
-  return {{"apiVersion", "networking.k8s.io/v1"},
-          {"kind", "NetworkPolicy"},
-          {"metadata", std::move(metadata)},
-          {"spec",
-           {{"podSelector", job_pods},
-            {"policyTypes", Json::array({"Ingress"})},
-            {"ingress",
-             Json::array(
-                 {{{"from", Json::array({{{"podSelector", job_pods}}})}},
-                  // /metrics from the monitoring namespace's pods (Prometheus) only.
-                  {{"from",
-                    Json::array({{{"namespaceSelector",
-                                   {{"matchLabels",
-                                     {{"kubernetes.io/metadata.name", kMonitoringNamespace}}}}}}})},
-                   {"ports", Json::array({{{"port", kMetricsPort}, {"protocol", "TCP"}}})}}})}}}};
-}
-
-std::string SecurityHeader(const ClusterSpec& cluster) {
-  return "Before applying, create the job secret once (README \"The rendezvous store's "
-         "exposure\"):\n  kubectl create secret generic " +
-         SecretName(cluster) +
-         (cluster.namespace_name.empty() ? "" : " -n " + cluster.namespace_name) +
-         " --from-literal=secret=\"$(openssl rand -hex 32)\"\n"
-         "terminationGracePeriodSeconds " +
-         std::to_string(kPodGraceSeconds) + " = grace period " +
-         std::to_string(kHetrunGraceSeconds) + " s + node 0's final wait (peer timeout) " +
-         std::to_string(kHetrunPeerTimeoutSeconds) + " s + margin " +
-         std::to_string(kPodGraceMarginSeconds) + " s.\n";
-}
-
-// The job, then the NetworkPolicy that keeps other pods away from its store.
-std::string Manifests(const Json& job, const std::string& header, const ClusterSpec& cluster) {
-  return ToYaml(job, header + SecurityHeader(cluster)) + "---\n" +
-         ToYaml(NetworkPolicy(cluster),
-                "Only the job's own pods reach its pods (the rendezvous store, NCCL); the\n"
-                "metrics port " +
-                    std::to_string(kMetricsPort) + " only from the namespace " +
-                    kMonitoringNamespace +
-                    " (Prometheus; Kubernetes labels every namespace with\n"
-                    "kubernetes.io/metadata.name: edit it where your Prometheus runs elsewhere).");
-}
-
-// The pod's container; `gpus` = the replicas of its stage (one worker per GPU).
-Json Container(const ClusterSpec& cluster, Json env, int64_t gpus) {
-  AddHetrunEnv(cluster, env);
-  Json args = Json::array(
-      {"--nproc-per-node", cluster.gpus_per_pod > 0 ? std::to_string(gpus) : "1", "--"});
-  for (const std::string& word : cluster.command) args.push_back(word);
-  Json container = {
-      {"name", "trainer"},
-      {"image", cluster.image},
-      {"command", Json::array({"hetrun"})},
-      {"args", args},
-      {"env", std::move(env)},
-      {"ports",
-       Json::array({{{"name", "metrics"}, {"containerPort", kMetricsPort}, {"protocol", "TCP"}}})},
-      {"volumeMounts", Json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}}})}};
-  if (cluster.gpus_per_pod > 0) container["resources"] = {{"limits", {{"nvidia.com/gpu", gpus}}}};
-  return container;
+// What the networkTopology constraint does, for the header (empty when there is none).
+std::string TopologyHeader(const ClusterSpec& cluster, bool gang) {
+  if (!cluster.network_tier) return "";
+  const std::string mode = TopologyMode(cluster, gang);
+  const std::string tier = std::to_string(*cluster.network_tier);
+  std::string text =
+      "networkTopology (Volcano 1.12 or later, with HyperNodes describing the fabric): "
+      "every pod\ninside one HyperNode of tier " +
+      tier +
+      " or lower, which keeps the job's traffic (stage boundaries,\ncollectives) off the "
+      "fabric's oversubscribed upper tiers.\nMode " +
+      mode + ": ";
+  text += mode == "hard"
+              ? "the job waits until one such HyperNode has room for all its pods.\n"
+              : "Volcano prefers one such HyperNode and places the pods anyway when none\nhas "
+                "room.\n";
+  if (gang && cluster.network_mode == "soft") {
+    text +=
+        "(The cluster file's network_mode soft does not apply: a data-parallel ring must "
+        "not cross tiers.)\n";
+  }
+  text +=
+      "Volcano does not preempt other jobs for a job with a topology constraint: it waits for "
+      "free\nnodes instead (docs/how-to/volcano-hypernodes.md).\n";
+  return text;
 }
 
 std::string PolicyHeader() {
@@ -169,70 +91,37 @@ std::string PolicyHeader() {
   return text;
 }
 
-std::string Join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& word : words) out += (out.empty() ? "" : ",") + word;
-  return out;
+// The job, then the NetworkPolicy that keeps other pods away from its store (Volcano labels
+// every pod of a job with volcano.sh/job-name).
+std::string Manifests(const Json& job, const std::string& header, const ClusterSpec& cluster) {
+  return ToYaml(job, header + internal::SecurityHeader(cluster)) + "---\n" +
+         ToYaml(internal::NetworkPolicy(cluster, "volcano.sh/job-name"),
+                internal::NetworkPolicyHeader());
+}
+
+Json VolcanoJob(const ClusterSpec& cluster, Json spec) {
+  return {{"apiVersion", "batch.volcano.sh/v1alpha1"},
+          {"kind", "Job"},
+          {"metadata", internal::Metadata(cluster)},
+          {"spec", std::move(spec)}};
 }
 
 }  // namespace
 
 std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster) {
-  const std::vector<std::string> order = cluster.TaskOrder();
   Json tasks = Json::array();
-  for (const std::string& task : order) {
-    std::vector<std::string> stage_ids;
-    std::vector<std::string> stage_layers;
-    int64_t total_layers = 0;
-    std::string family;
-    int64_t gpus = 1;  // one per task: ParseClusterSpec requires it
-    for (const StageFigures& stage : plan.best.stages) {
-      if (stage.slot.task != task) continue;
-      family = stage.slot.family;
-      gpus = stage.slot.gpus;
-      stage_ids.push_back(std::to_string(stage.stage));
-      stage_layers.push_back(std::to_string(stage.first_layer) + ":" +
-                             std::to_string(stage.layers));
-      total_layers += stage.layers;
-    }
-    Json env =
-        Json::array({EnvVar("HETRUN_TASK", task), EnvVar("HETRUN_TASK_ORDER", Join(order)),
-                     EnvVar("HETRUN_STAGE", Join(stage_ids)), EnvVar("HETRUN_STAGE_NAME", task),
-                     EnvVar("HETRUN_STAGE_LAYERS", Join(stage_layers)),
-                     EnvVar("HETRUN_MICRO_BATCH", std::to_string(plan.micro_batch_size)),
-                     EnvVar("HETRUN_MICRO_BATCHES", std::to_string(plan.micro_batches)),
-                     EnvVar("HETRUN_GPU_FAMILY", family)});
-    if (cluster.memory_ceiling_bytes) {
-      char bytes[32];
-      std::snprintf(bytes, sizeof bytes, "%.0f", *cluster.memory_ceiling_bytes);
-      env.push_back(EnvVar("HETRUN_MEMORY_CEILING_BYTES", bytes));
-    }
-    env.push_back(EnvVar("PIPELINE_STAGE_LAYERS", std::to_string(total_layers)));
-    Json pod_spec = {{"restartPolicy", "Never"},
-                     {"terminationGracePeriodSeconds", kPodGraceSeconds},
-                     {"nodeSelector", {{cluster.label_key, family}}},
-                     {"containers", Json::array({Container(cluster, std::move(env), gpus)})}};
-    tasks.push_back({{"name", task},
-                     {"replicas", static_cast<int64_t>(stage_ids.size())},
-                     {"template", PodTemplate(std::move(pod_spec))}});
+  for (internal::TaskPods& pods : internal::PlannedTasks(plan, cluster)) {
+    Json pod_spec = internal::PodSpec(cluster, "nodeSelector", {{cluster.label_key, pods.family}},
+                                      std::move(pods.env), pods.gpus);
+    tasks.push_back({{"name", pods.task},
+                     {"replicas", pods.replicas},
+                     {"template", internal::PodTemplate(std::move(pod_spec))}});
   }
-  Json spec = JobSpec(cluster, static_cast<int64_t>(plan.best.stages.size()));
+  Json spec = JobSpec(cluster, static_cast<int64_t>(plan.best.stages.size()), false);
   spec["tasks"] = std::move(tasks);
-  Json job = {{"apiVersion", "batch.volcano.sh/v1alpha1"},
-              {"kind", "Job"},
-              {"metadata", Metadata(cluster)},
-              {"spec", std::move(spec)}};
 
   std::string header = "Heterogeneous pipeline job written by `hetrun plan --emit volcano`.\n";
-  for (const StageFigures& stage : plan.best.stages) {
-    char line[256];
-    std::snprintf(line, sizeof line, "stage %lld: %s[%lld] %s, layers %lld..%lld, time %.4f\n",
-                  static_cast<long long>(stage.stage), stage.slot.task.c_str(),
-                  static_cast<long long>(stage.slot.task_index), stage.slot.family.c_str(),
-                  static_cast<long long>(stage.first_layer),
-                  static_cast<long long>(stage.first_layer + stage.layers - 1), stage.time);
-    header += line;
-  }
+  header += internal::StageLines(plan);
   header +=
       "A task holding several stages lists them in HETRUN_STAGE and HETRUN_STAGE_LAYERS\n"
       "(FIRST:COUNT); each pod takes the entry at its VC_TASK_INDEX.\n"
@@ -240,8 +129,8 @@ std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster
       "file on a volume that outlives the pods (the checkpoint volume), e.g.\n"
       "  - {name: HETRUN_LAYOUT_STATE, value: /checkpoints/hetrun-layout.json}\n"
       "(README \"Restarts and the layout state\").\n";
-  header += PolicyHeader();
-  return Manifests(job, header, cluster);
+  header += TopologyHeader(cluster, false) + PolicyHeader();
+  return Manifests(VolcanoJob(cluster, std::move(spec)), header, cluster);
 }
 
 std::string HomogeneousJobYaml(const ClusterSpec& cluster, const std::string& family) {
@@ -270,24 +159,18 @@ std::string HomogeneousJobYaml(const ClusterSpec& cluster, const std::string& fa
                                        Json::array({{{"key", cluster.label_key},
                                                      {"operator", "In"},
                                                      {"values", Json::array({chosen})}}})}}})}}}}}};
-  Json pod_spec = {
-      {"restartPolicy", "Never"},
-      {"terminationGracePeriodSeconds", kPodGraceSeconds},
-      {"affinity", std::move(affinity)},
-      {"containers", Json::array({Container(cluster, std::move(env), cluster.gpus_per_pod)})}};
-  Json spec = JobSpec(cluster, pods);
-  spec["tasks"] = Json::array(
-      {{{"name", "worker"}, {"replicas", pods}, {"template", PodTemplate(std::move(pod_spec))}}});
-  Json job = {{"apiVersion", "batch.volcano.sh/v1alpha1"},
-              {"kind", "Job"},
-              {"metadata", Metadata(cluster)},
-              {"spec", std::move(spec)}};
+  Json pod_spec = internal::PodSpec(cluster, "affinity", std::move(affinity), std::move(env),
+                                    cluster.gpus_per_pod);
+  Json spec = JobSpec(cluster, pods, true);
+  spec["tasks"] = Json::array({{{"name", "worker"},
+                                {"replicas", pods},
+                                {"template", internal::PodTemplate(std::move(pod_spec))}}});
   std::string header =
       "Strict-homogeneous gang job written by `hetrun plan --emit volcano "
       "--strict-homogeneous`:\nall " +
       std::to_string(pods) + " pods on " + cluster.label_key + "=" + chosen +
-      " or none (data/tensor parallel work).\n" + PolicyHeader();
-  return Manifests(job, header, cluster);
+      " or none (data/tensor parallel work).\n" + TopologyHeader(cluster, true) + PolicyHeader();
+  return Manifests(VolcanoJob(cluster, std::move(spec)), header, cluster);
 }
 
 }  // namespace hetrun::plan

@@ -83,6 +83,44 @@ TEST(EnvCommandTest, VolcanoSvcPipelineWithFakeGpusAuto) {
   EXPECT_EQ(j["tasks"][1]["hosts"].size(), 2u);
 }
 
+// A pod of `hetrun plan --emit jobset`: the downward API's JobSet labels and the plan's variables.
+Vars JobSetPod() {
+  return {{"HETRUN_TASK", "heavy-stage-workers"},
+          {"HETRUN_TASK_ORDER", "light-stage-workers,heavy-stage-workers"},
+          {"HETRUN_JOBSET_REPLICAS", "2,4"},
+          {"HETRUN_JOBSET_NAME", "pipe"},
+          {"HETRUN_JOBSET_JOB_INDEX", "3"},
+          {"HETRUN_JOBSET_GLOBAL_INDEX", "5"},
+          {"HETRUN_JOBSET_RESTART_ATTEMPT", "1"},
+          {"JOB_COMPLETION_INDEX", "0"}};
+}
+
+TEST(EnvCommandTest, JobSetPodShowsJobSetAsTheSourceAndItsIncarnation) {
+  ProcessResult r = RunEnv(JobSetPod(), {"--nproc-per-node", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("source=jobset\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node_rank=5 (HETRUN_JOBSET_GLOBAL_INDEX, JobSet label job-global-index)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("master_addr=pipe-light-stage-workers-0-0.pipe ("), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("incarnation=1 (HETRUN_JOBSET_RESTART_ATTEMPT"), std::string::npos) << r.out;
+  nlohmann::json j = Json(RunEnv(JobSetPod(), {"--json", "--nproc-per-node", "2"}));
+  EXPECT_EQ(j["source"], "jobset");
+  EXPECT_EQ(j["nnodes"], 6);
+  EXPECT_EQ(j["ranks"], nlohmann::json::array({10, 11}));
+  EXPECT_EQ(j["task_index"], 3);
+  EXPECT_EQ(j["incarnation"], 1);
+}
+
+TEST(EnvCommandTest, JobSetPodWithADisagreeingGlobalIndexExits78) {
+  Vars env = JobSetPod();
+  env["HETRUN_JOBSET_GLOBAL_INDEX"] = "4";
+  ProcessResult r = RunEnv(env, {"--nproc-per-node", "2"});
+  EXPECT_EQ(r.exit_code, 78) << r.out;
+  EXPECT_NE(r.err.find("HETRUN_JOBSET_GLOBAL_INDEX='4'"), std::string::npos) << r.err;
+}
+
 TEST(EnvCommandTest, VolcanoHostFilesWhenNoEnvVars) {
   testing::TempDir dir;
   dir.WriteFile("worker.host", "j-worker-0.j\nj-worker-1.j");

@@ -24,6 +24,108 @@ bool Flag(const Json& schema, const char* key) {
 }
 
 void Validate(const Json& schema, const Json& value, const std::string& path,
+              std::vector<std::string>& errors);
+
+// anyOf: at least one branch accepts the value (CRDs use it beside x-kubernetes-int-or-string).
+void ValidateAnyOf(const Json& schema, const Json& value, const std::string& path,
+                   std::vector<std::string>& errors) {
+  if (!schema.contains("anyOf")) return;
+  std::vector<std::string> first;
+  for (const Json& branch : schema["anyOf"]) {
+    std::vector<std::string> branch_errors;
+    Validate(branch, value, path, branch_errors);
+    if (branch_errors.empty()) return;
+    if (first.empty()) first = branch_errors;
+  }
+  errors.push_back(path + ": matches no anyOf branch (first: " +
+                   (first.empty() ? std::string("?") : first.front()) + ")");
+}
+
+void ValidateString(const Json& schema, const std::string& text, const std::string& path,
+                    std::vector<std::string>& errors) {
+  auto fail = [&](const std::string& what) { errors.push_back(path + ": " + what); };
+  if (schema.contains("maxLength") && text.size() > schema["maxLength"].get<size_t>()) {
+    fail("longer than " + schema["maxLength"].dump());
+  }
+  if (schema.contains("minLength") && text.size() < schema["minLength"].get<size_t>()) {
+    fail("shorter than " + schema["minLength"].dump());
+  }
+  if (schema.contains("pattern") &&
+      !std::regex_search(text, std::regex(schema["pattern"].get<std::string>()))) {
+    fail("'" + text + "' does not match " + schema["pattern"].get<std::string>());
+  }
+}
+
+// x-kubernetes-list-type: set (unique items) or map (unique x-kubernetes-list-map-keys).
+void ValidateListType(const Json& schema, const Json& value, const std::string& path,
+                      std::vector<std::string>& errors) {
+  const std::string type = schema.value("x-kubernetes-list-type", "");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < value.size(); ++i) {
+    std::string key;
+    if (type == "set") {
+      key = value[i].dump();
+    } else if (type == "map" && schema.contains("x-kubernetes-list-map-keys")) {
+      for (const Json& name : schema["x-kubernetes-list-map-keys"]) {
+        key += value[i].value(name.get<std::string>(), Json()).dump() + "/";
+      }
+    } else {
+      return;
+    }
+    if (!seen.insert(key).second) {
+      errors.push_back(path + "[" + std::to_string(i) + "]: duplicate entry of a list-type " +
+                       type + " " + key);
+    }
+  }
+}
+
+void ValidateArray(const Json& schema, const Json& value, const std::string& path,
+                   std::vector<std::string>& errors) {
+  auto fail = [&](const std::string& what) { errors.push_back(path + ": " + what); };
+  if (schema.contains("minItems") && value.size() < schema["minItems"].get<size_t>()) {
+    fail("fewer than " + schema["minItems"].dump() + " items");
+  }
+  if (schema.contains("maxItems") && value.size() > schema["maxItems"].get<size_t>()) {
+    fail("more than " + schema["maxItems"].dump() + " items");
+  }
+  ValidateListType(schema, value, path, errors);
+  if (schema.contains("items")) {
+    for (size_t i = 0; i < value.size(); ++i) {
+      Validate(schema["items"], value[i], path + "[" + std::to_string(i) + "]", errors);
+    }
+  }
+}
+
+void ValidateObject(const Json& schema, const Json& value, const std::string& path,
+                    std::vector<std::string>& errors) {
+  if (schema.contains("required")) {
+    for (const Json& key : schema["required"]) {
+      if (!value.contains(key.get<std::string>())) {
+        errors.push_back(path + ": missing required field " + key.dump());
+      }
+    }
+  }
+  if (schema.contains("maxProperties") && value.size() > schema["maxProperties"].get<size_t>()) {
+    errors.push_back(path + ": more than " + schema["maxProperties"].dump() + " properties");
+  }
+  const bool preserve = Flag(schema, "x-kubernetes-preserve-unknown-fields");
+  const bool has_properties = schema.contains("properties");
+  for (const auto& [key, item] : value.items()) {
+    std::string at = path + "." + key;
+    if (has_properties && schema["properties"].contains(key)) {
+      Validate(schema["properties"][key], item, at, errors);
+    } else if (schema.contains("additionalProperties") &&
+               schema["additionalProperties"].is_object()) {
+      Validate(schema["additionalProperties"], item, at, errors);
+    } else if (has_properties && !preserve &&
+               !(schema.contains("additionalProperties") &&
+                 schema["additionalProperties"] == true)) {
+      errors.push_back(at + ": unknown field");
+    }
+  }
+}
+
+void Validate(const Json& schema, const Json& value, const std::string& path,
               std::vector<std::string>& errors) {
   auto fail = [&](const std::string& what) { errors.push_back(path + ": " + what); };
   const std::string actual = TypeOf(value);
@@ -41,57 +143,23 @@ void Validate(const Json& schema, const Json& value, const std::string& path,
       return;
     }
   }
+  ValidateAnyOf(schema, value, path, errors);
   if (schema.contains("enum")) {
     bool found = false;
     for (const Json& option : schema["enum"]) found = found || option == value;
     if (!found) fail("value " + value.dump() + " is not one of " + schema["enum"].dump());
   }
-  if (value.is_string()) {
-    const std::string& text = value.get_ref<const std::string&>();
-    if (schema.contains("maxLength") && text.size() > schema["maxLength"].get<size_t>()) {
-      fail("longer than " + schema["maxLength"].dump());
-    }
-    if (schema.contains("pattern") &&
-        !std::regex_search(text, std::regex(schema["pattern"].get<std::string>()))) {
-      fail("'" + text + "' does not match " + schema["pattern"].get<std::string>());
-    }
-  }
+  if (value.is_string()) ValidateString(schema, value.get_ref<const std::string&>(), path, errors);
   if (value.is_number() && schema.contains("minimum") &&
       value.get<double>() < schema["minimum"].get<double>()) {
     fail("less than the minimum " + schema["minimum"].dump());
   }
-  if (value.is_array()) {
-    if (schema.contains("minItems") && value.size() < schema["minItems"].get<size_t>()) {
-      fail("fewer than " + schema["minItems"].dump() + " items");
-    }
-    if (schema.contains("items")) {
-      for (size_t i = 0; i < value.size(); ++i) {
-        Validate(schema["items"], value[i], path + "[" + std::to_string(i) + "]", errors);
-      }
-    }
+  if (value.is_number() && schema.contains("maximum") &&
+      value.get<double>() > schema["maximum"].get<double>()) {
+    fail("more than the maximum " + schema["maximum"].dump());
   }
-  if (value.is_object()) {
-    if (schema.contains("required")) {
-      for (const Json& key : schema["required"]) {
-        if (!value.contains(key.get<std::string>())) fail("missing required field " + key.dump());
-      }
-    }
-    const bool preserve = Flag(schema, "x-kubernetes-preserve-unknown-fields");
-    const bool has_properties = schema.contains("properties");
-    for (const auto& [key, item] : value.items()) {
-      std::string at = path + "." + key;
-      if (has_properties && schema["properties"].contains(key)) {
-        Validate(schema["properties"][key], item, at, errors);
-      } else if (schema.contains("additionalProperties") &&
-                 schema["additionalProperties"].is_object()) {
-        Validate(schema["additionalProperties"], item, at, errors);
-      } else if (has_properties && !preserve &&
-                 !(schema.contains("additionalProperties") &&
-                   schema["additionalProperties"] == true)) {
-        errors.push_back(at + ": unknown field");
-      }
-    }
-  }
+  if (value.is_array()) ValidateArray(schema, value, path, errors);
+  if (value.is_object()) ValidateObject(schema, value, path, errors);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // Test support: validates a JSON value against the OpenAPI v3 schema subset Kubernetes CRDs use
-// (type, properties, required, items, enum, additionalProperties, x-kubernetes-int-or-string,
-// x-kubernetes-preserve-unknown-fields, plus minItems, minimum, maxLength and pattern), the way
-// the API server would with strict field validation: unknown fields are errors.
+// (type, properties, required, items, enum, additionalProperties, anyOf,
+// x-kubernetes-int-or-string, x-kubernetes-preserve-unknown-fields, x-kubernetes-list-type set
+// and map (unique items, unique map keys), plus minItems, maxItems, maxProperties, minimum,
+// maximum, minLength, maxLength and pattern), the way the API server would with strict field
+// validation: unknown fields are errors. Not evaluated: format, default, and the CEL rules of
+// x-kubernetes-validations (scheduler_admission.h checks the ones that matter to hetrun).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -161,5 +161,37 @@ TEST(ClusterSpecTest, BadLinksNameThePathAndTheNearestKnownName) {
   EXPECT_NE(top.status().message().find("$.network: unknown link"), std::string::npos);
 }
 
+TEST(ClusterSpecTest, NetworkTierAndModeAreOptionalAndChecked) {
+  auto with = [](const std::string& fields) {
+    return ParseClusterSpec(R"({)" + fields + R"("stages": [{"task": "a", "family": "ampere",
+        "memory_bytes": 1}]})",
+                            "c.json");
+  };
+  auto none = with("");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->network_tier.has_value());
+  EXPECT_EQ(none->network_mode, "");
+  auto hard = with(R"("network_tier": 2, "network_mode": "hard", )");
+  ASSERT_TRUE(hard.ok()) << hard.status().ToString();
+  EXPECT_EQ(*hard->network_tier, 2);
+  EXPECT_EQ(hard->network_mode, "hard");
+  struct Bad {
+    std::string fields;
+    std::string error;
+  };
+  for (const Bad& bad :
+       std::vector<Bad>{{R"("network_tier": 0, )", "c.json: $.network_tier"},
+                        {R"("network_tier": "2", )", "c.json: $.network_tier"},
+                        {R"("network_tier": 1, "network_mode": "strict", )",
+                         "$.network_mode: 'strict' is not one of hard, soft"},
+                        {R"("network_mode": "soft", )", "$.network_mode: needs $.network_tier"}}) {
+    auto parsed = with(bad.fields);
+    ASSERT_FALSE(parsed.ok()) << bad.fields;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(parsed.status().message().find(bad.error), std::string::npos)
+        << parsed.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace hetrun::plan

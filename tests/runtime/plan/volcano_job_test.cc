@@ -385,5 +385,53 @@ TEST(VolcanoJobTest, CommandLineEmissionIsValid) {
   }
 }
 
+TEST(VolcanoJobTest, NoNetworkTopologyWithoutTheClusterFieldsSoExamplesStayAsTheyWere) {
+  Seed seed = LoadSeed();
+  json pipeline = testing::YamlToJson(Documents(PipelineJobYaml(seed.plan, seed.cluster))[0]);
+  json gang = testing::YamlToJson(Documents(HomogeneousJobYaml(seed.cluster, ""))[0]);
+  EXPECT_FALSE(pipeline["spec"].contains("networkTopology"));
+  EXPECT_FALSE(gang["spec"].contains("networkTopology"));
+}
+
+TEST(VolcanoJobTest, PipelineNetworkTopologyIsSoftUnlessTheClusterFileSaysHard) {
+  Seed seed = LoadSeed();
+  seed.cluster.network_tier = 2;
+  std::string soft = PipelineJobYaml(seed.plan, seed.cluster);
+  ExpectValidJob(soft, "pipeline, network tier 2");
+  json job = testing::YamlToJson(Documents(soft)[0]);
+  EXPECT_EQ(job["spec"]["networkTopology"], json({{"mode", "soft"}, {"highestTierAllowed", 2}}));
+  EXPECT_NE(soft.find("# Volcano does not preempt other jobs for a job with a topology"),
+            std::string::npos);
+  EXPECT_NE(soft.find("Volcano 1.12 or later"), std::string::npos);
+  EXPECT_NE(soft.find("off the fabric's oversubscribed upper tiers"), std::string::npos);
+
+  seed.cluster.network_mode = "hard";
+  std::string hard = PipelineJobYaml(seed.plan, seed.cluster);
+  ExpectValidJob(hard, "pipeline, network tier 2 hard");
+  EXPECT_EQ(testing::YamlToJson(Documents(hard)[0])["spec"]["networkTopology"]["mode"], "hard");
+}
+
+TEST(VolcanoJobTest, StrictHomogeneousNetworkTopologyIsAlwaysHard) {
+  ClusterSpec pool = *LoadClusterSpec(HETRUN_SOURCE_DIR "/examples/plan/hopper-pool.json");
+  pool.network_tier = 1;
+  pool.network_mode = "soft";
+  std::string yaml = HomogeneousJobYaml(pool, "");
+  ExpectValidJob(yaml, "strict-homogeneous, network tier 1");
+  json job = testing::YamlToJson(Documents(yaml)[0]);
+  EXPECT_EQ(job["spec"]["networkTopology"], json({{"mode", "hard"}, {"highestTierAllowed", 1}}));
+  EXPECT_NE(yaml.find("network_mode soft does not apply"), std::string::npos);
+}
+
+TEST(VolcanoJobTest, ValidatorRejectsAnUnknownNetworkTopologyMode) {
+  Seed seed = LoadSeed();
+  seed.cluster.network_tier = 1;
+  json job = testing::YamlToJson(Documents(PipelineJobYaml(seed.plan, seed.cluster))[0]);
+  job["spec"]["networkTopology"]["mode"] = "strict";
+  job["spec"]["networkTopology"]["highestTierAllowed"] = -1;
+  std::string errors = Joined(testing::ValidateOpenApi(*JobSchema(), job));
+  EXPECT_NE(errors.find("networkTopology.mode: value \"strict\""), std::string::npos) << errors;
+  EXPECT_NE(errors.find("highestTierAllowed: less than the minimum"), std::string::npos) << errors;
+}
+
 }  // namespace
 }  // namespace hetrun::plan

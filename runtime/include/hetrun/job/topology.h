@@ -1,5 +1,6 @@
-// The job's shape, resolved from flags, HETRUN_* variables, and what Volcano, Kubeflow, MPI or
-// Slurm inject (docs/ARCHITECTURE.md §4.1). A pure function of its inputs: no globals, no getenv.
+// The job's shape, resolved from flags, HETRUN_* variables, and what Volcano, Kubeflow, MPI,
+// Slurm or JobSet inject (docs/ARCHITECTURE.md §4.1). A pure function of its inputs: no globals, no
+// getenv.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +51,9 @@ struct Topology {
   bool per_process = false;                  ///< this process is itself one worker (mpirun, srun)
   std::optional<Sourced<std::string>> task;  ///< Volcano task of this pod
   std::optional<Sourced<int>> task_index;    ///< index of this pod within its task
-  std::vector<TaskInfo> tasks;               ///< Volcano tasks in rank/stage order
+  std::vector<TaskInfo> tasks;               ///< Volcano tasks (or JobSet replicated jobs) in order
+  /// The job's incarnation: how often it was restarted as a whole (JobSet's restart attempt).
+  std::optional<Sourced<int>> incarnation;
   std::vector<Override> overrides;
   std::vector<std::string> notes;  ///< assumptions worth showing (e.g. how a node rank was derived)
 };

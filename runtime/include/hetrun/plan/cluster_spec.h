@@ -40,6 +40,11 @@ struct ClusterSpec {
   int64_t gpus_per_pod = 8;
   std::vector<std::string> command = {"python3", "/workspace/train.py"};  ///< the trainer, after --
 
+  // Volcano network-topology-aware scheduling (HyperNodes): the highest tier the job's pods may
+  // span (highestTierAllowed) and "hard" or "soft"; unset: no networkTopology is written.
+  std::optional<int64_t> network_tier;
+  std::string network_mode;  ///< "hard" or "soft"; empty: soft for a pipeline, hard for a gang
+
   /// Task names in order of first appearance (the job's task order).
   std::vector<std::string> TaskOrder() const;
 };
@@ -61,6 +66,8 @@ inline constexpr int64_t kMaxStages = 256;
 /// of NetworkLinkTable() / NvlinkTable() or a number of GB/s per direction (> 0); an unknown
 /// name is an error suggesting the nearest known one.
 /// memory_bytes (and memory_ceiling_bytes) take a number or a size string ("80GiB").
+/// `network_tier` (optional, an integer >= 1) and `network_mode` (optional, "hard" or "soft",
+/// only with network_tier): the Volcano Job's networkTopology.
 /// Errors are kInvalidArgument and name `source` and the JSON path ("$.stages[2].family").
 Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_view source);
 
