@@ -5,6 +5,7 @@
 #include "hetrun/base/atomic_file.h"
 #include "hetrun/base/input_file.h"
 #include "hetrun/pipeline/job_layout.h"
+#include "hetrun/plan/model_spec.h"
 
 namespace hetrun::pipeline {
 namespace {
@@ -25,6 +26,22 @@ Result<int64_t> IntegerField(const json& object, std::string_view source, const 
   }
   if (!it->is_number_integer()) return FieldError(source, path + "." + key, "must be an integer");
   return it->get<int64_t>();
+}
+
+// An integer field in [min, max]; the error names the bounds and the value as written.
+Result<int64_t> BoundedField(const json& object, std::string_view source, const std::string& path,
+                             const char* key, std::optional<int64_t> fallback, int64_t min,
+                             int64_t max) {
+  HETRUN_ASSIGN_OR_RETURN(int64_t value, IntegerField(object, source, path, key, fallback));
+  auto it = object.find(key);
+  const bool too_big = it != object.end() && it->is_number_unsigned() &&
+                       it->get<uint64_t>() > static_cast<uint64_t>(max);
+  if (too_big || value < min || value > max) {
+    return FieldError(source, path + "." + key,
+                      "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                          "], got " + it->dump());
+  }
+  return value;
 }
 
 // The optional per-replica lists of a stage: families ("" each) and shares (equal).
@@ -54,9 +71,11 @@ Status ParseReplicaLists(const json& entry, std::string_view source, const std::
 Result<StageLayout> ParseStage(const json& entry, std::string_view source, const std::string& at) {
   if (!entry.is_object()) return FieldError(source, at, "must be an object");
   StageLayout stage;
-  Result<int64_t> first = IntegerField(entry, source, at, "first_layer", std::nullopt);
+  Result<int64_t> first =
+      BoundedField(entry, source, at, "first_layer", std::nullopt, 0, plan::kMaxModelLayers - 1);
   if (!first.ok()) return first.status();
-  Result<int64_t> layers = IntegerField(entry, source, at, "layers", std::nullopt);
+  Result<int64_t> layers =
+      BoundedField(entry, source, at, "layers", std::nullopt, 1, plan::kMaxModelLayers);
   if (!layers.ok()) return layers.status();
   stage.first_layer = *first;
   stage.layers = *layers;
@@ -91,7 +110,8 @@ Status ParseRevisionAndCosts(const json& root, std::string_view source, JobLayou
 }
 
 Status ParseTop(const json& root, std::string_view source, JobLayout& layout) {
-  Result<int64_t> layers = IntegerField(root, source, "$", "num_layers", std::nullopt);
+  Result<int64_t> layers =
+      BoundedField(root, source, "$", "num_layers", std::nullopt, 1, plan::kMaxModelLayers);
   if (!layers.ok()) return layers.status();
   layout.num_layers = *layers;
   Result<int64_t> micro = IntegerField(root, source, "$", "micro_batches", 1);

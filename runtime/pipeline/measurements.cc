@@ -13,6 +13,7 @@
 #include "hetrun/base/atomic_file.h"
 #include "hetrun/base/input_file.h"
 #include "hetrun/base/units.h"
+#include "hetrun/plan/model_spec.h"
 
 namespace hetrun::pipeline {
 namespace {
@@ -33,14 +34,16 @@ struct Place {
 constexpr int64_t kMaxCount = int64_t{1} << 40;
 
 Result<int64_t> Integer(const json& object, const Place& at, const char* key, int64_t min,
-                        std::optional<int64_t> fallback) {
+                        std::optional<int64_t> fallback, int64_t max = kMaxCount) {
   auto it = object.find(key);
   if (it == object.end()) {
     if (fallback) return *fallback;
     return at.Key(key).Error("is missing");
   }
-  if (!it->is_number_integer() || it->get<int64_t>() < min || it->get<int64_t>() > kMaxCount) {
-    return at.Key(key).Error("must be an integer in [" + std::to_string(min) + ", 2^40]");
+  if (!it->is_number_integer() || it->get<int64_t>() < min || it->get<int64_t>() > max ||
+      (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(max))) {
+    return at.Key(key).Error("must be an integer in [" + std::to_string(min) + ", " +
+                             (max == kMaxCount ? std::string("2^40") : std::to_string(max)) + "]");
   }
   return it->get<int64_t>();
 }
@@ -117,7 +120,8 @@ Result<RankMeasurements> ParseRank(const json& entry, const Place& at, int64_t n
 }
 
 Status ParseModel(const json& root, const Place& at, Measurements& out) {
-  HETRUN_ASSIGN_OR_RETURN(out.num_layers, Integer(root, at, "num_layers", 1, std::nullopt));
+  HETRUN_ASSIGN_OR_RETURN(out.num_layers,
+                          Integer(root, at, "num_layers", 1, std::nullopt, plan::kMaxModelLayers));
   HETRUN_ASSIGN_OR_RETURN(out.micro_batches, Integer(root, at, "micro_batches", 1, 1));
   if (auto names = root.find("layer_names"); names != root.end()) {
     if (!names->is_array() || static_cast<int64_t>(names->size()) != out.num_layers) {
