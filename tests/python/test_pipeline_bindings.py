@@ -217,6 +217,13 @@ def test_a_measurement_log_names_bad_input_and_keeps_windows_in_memory(tmp_path)
     with pytest.raises(ValueError, match="window 1: times must be finite"):
         log.append(hp.WindowMeasurement(window=1, first_layer=2, layers=4, forward_ms=math.inf,
                                         backward_ms=1.0))
+    # Windows the reader would refuse are refused at append (issue 28 item 12).
+    with pytest.raises(ValueError, match="window -1"):
+        log.append(hp.WindowMeasurement(window=-1, first_layer=2, layers=4, forward_ms=1.0,
+                                        backward_ms=1.0))
+    with pytest.raises(ValueError, match="lie outside the model"):
+        log.append(hp.WindowMeasurement(window=1, first_layer=4, layers=4, forward_ms=1.0,
+                                        backward_ms=1.0))
     back = hp.load_measurements(log.path)
     assert [(r.rank, r.stage, r.replica, r.family) for r in back.ranks] == [(2, 1, 0, "hopper")]
     assert [(w.window, w.forward_ms, w.samples) for w in back.ranks[0].windows] == [(0, 1.5, 8)]
