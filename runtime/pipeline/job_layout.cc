@@ -109,6 +109,10 @@ Status CheckRevisionAndCosts(const JobLayout& layout, const std::string& prefix)
     return InvalidArgumentError(prefix + "revision must be >= 0, got " +
                                 std::to_string(layout.revision));
   }
+  if (layout.revision > kMaxLayoutRevision) {
+    return InvalidArgumentError(prefix + "revision must be in [0, 2^40], got " +
+                                std::to_string(layout.revision));
+  }
   if (layout.layer_costs.empty()) return Status::Ok();
   if (static_cast<int64_t>(layout.layer_costs.size()) != layout.num_layers) {
     return InvalidArgumentError(prefix + std::to_string(layout.layer_costs.size()) +

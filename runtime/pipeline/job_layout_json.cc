@@ -84,8 +84,12 @@ Result<StageLayout> ParseStage(const json& entry, std::string_view source, const
     return FieldError(source, at + ".ranks", "must be an array of ranks");
   }
   for (const json& r : *ranks) {
-    if (!r.is_number_integer()) return FieldError(source, at + ".ranks", r.dump() + " is no rank");
-    stage.ranks.push_back(r.get<int>());
+    // Only integers in [0, kMaxLayoutRanks): 4294967296 must not wrap to rank 0.
+    const bool rank = r.is_number_unsigned() ? r.get<uint64_t>() < kMaxLayoutRanks
+                                             : r.is_number_integer() && r.get<int64_t>() >= 0 &&
+                                                   r.get<int64_t>() < int64_t{1} << 20;
+    if (!rank) return FieldError(source, at + ".ranks", r.dump() + " is no rank");
+    stage.ranks.push_back(static_cast<int>(r.get<int64_t>()));
   }
   Status extras = ParseReplicaLists(entry, source, at, stage);
   if (!extras.ok()) return extras;
@@ -94,7 +98,7 @@ Result<StageLayout> ParseStage(const json& entry, std::string_view source, const
 
 // The optional revision (default 0) and layer_costs (numbers; ValidateJobLayout checks the rest).
 Status ParseRevisionAndCosts(const json& root, std::string_view source, JobLayout& layout) {
-  Result<int64_t> revision = IntegerField(root, source, "$", "revision", 0);
+  Result<int64_t> revision = BoundedField(root, source, "$", "revision", 0, 0, kMaxLayoutRevision);
   if (!revision.ok()) return revision.status();
   layout.revision = *revision;
   if (auto costs = root.find("layer_costs"); costs != root.end()) {
@@ -114,10 +118,11 @@ Status ParseTop(const json& root, std::string_view source, JobLayout& layout) {
       BoundedField(root, source, "$", "num_layers", std::nullopt, 1, plan::kMaxModelLayers);
   if (!layers.ok()) return layers.status();
   layout.num_layers = *layers;
-  Result<int64_t> micro = IntegerField(root, source, "$", "micro_batches", 1);
+  Result<int64_t> micro = BoundedField(root, source, "$", "micro_batches", 1, 1, 1 << 20);
   if (!micro.ok()) return micro.status();
   layout.micro_batches = *micro;
-  Result<int64_t> min_share = IntegerField(root, source, "$", "min_share", 1);
+  Result<int64_t> min_share =
+      BoundedField(root, source, "$", "min_share", 1, 1, kMaxLayoutRevision);
   if (!min_share.ok()) return min_share.status();
   layout.min_share = *min_share;
   if (auto kind = root.find("schedule"); kind != root.end()) {

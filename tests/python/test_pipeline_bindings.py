@@ -71,13 +71,25 @@ def test_a_layout_file_is_read_into_stages_and_written_back_atomically(tmp_path)
     assert hp.parse_job_layout(again.to_json()).to_json() == again.to_json()
 
 
+def test_layout_integers_out_of_range_are_named_not_wrapped():
+    # Issue 28 item 16: ranks [4294967296] read as rank 0; revision 2^63-1 was taken, and then
+    # with_split raised TypeError on revision + 1.
+    layout = dict(LAYOUT, stages=[dict(LAYOUT["stages"][0], ranks=[4294967296, 1]),
+                                  LAYOUT["stages"][1]])
+    with pytest.raises(ValueError, match=r"\$\.stages\[0\]\.ranks: 4294967296 is no rank"):
+        hp.parse_job_layout(json.dumps(layout))
+    with pytest.raises(ValueError, match=r"\$\.revision: must be an integer in \[0, "):
+        hp.parse_job_layout(json.dumps(dict(LAYOUT, revision=2**63 - 1)))
+
+
 def test_layout_errors_name_the_file_the_field_and_the_bad_value(tmp_path):
     with pytest.raises(ValueError, match="no_such.json"):
         hp.load_job_layout(str(tmp_path / "no_such.json"))
     bad = dict(LAYOUT, stages=[dict(LAYOUT["stages"][0], layers=3), LAYOUT["stages"][1]])
     with pytest.raises(ValueError, match=r"plan\.json: .*stage"):
         hp.parse_job_layout(json.dumps(bad), "plan.json")
-    with pytest.raises(ValueError, match=r"plan\.json: revision must be >= 0, got -1"):
+    with pytest.raises(ValueError,
+                       match=r"plan\.json: \$\.revision: must be an integer in \[0, \d+\], got -1"):
         hp.parse_job_layout(json.dumps(dict(LAYOUT, revision=-1)), "plan.json")
     layout = hp.parse_job_layout(json.dumps(LAYOUT))
     with pytest.raises(ValueError, match="schedule"):
@@ -200,6 +212,13 @@ def test_helpers_take_the_slowest_replica_and_list_the_moving_layers():
         hp.stage_window(figures[:2], 2)
     with pytest.raises(ValueError, match="figure 0 has no backward_ms"):
         hp.stage_window([{"stage": 0, "first_layer": 0, "layers": 2, "forward_ms": 1}], 1)
+    # Whole numbers only: stage=1.9 was truncated to stage 1 (issue 28 item 16); 1.0 is fine.
+    with pytest.raises(ValueError, match=r"figure 2: stage=1\.9 is not a whole number"):
+        hp.stage_window(figures[:2] + [dict(figures[2], stage=1.9)], 2)
+    with pytest.raises(ValueError, match=r"figure 2: layers=True is not a whole number"):
+        hp.stage_window(figures[:2] + [dict(figures[2], layers=True)], 2)
+    whole = hp.stage_window(figures[:2] + [dict(figures[2], stage=1.0, layers=4.0)], 2)
+    assert whole[1].layers == 4
     assert hp.layer_moves([4, 4, 4], [5, 5, 2]) == [(4, 1, 0), (8, 2, 1), (9, 2, 1)]
     assert hp.layer_moves([2, 2], [2, 2]) == []
     with pytest.raises(ValueError, match="has 4 layers"):

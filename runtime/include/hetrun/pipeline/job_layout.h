@@ -20,6 +20,11 @@ enum class ScheduleKind { k1F1B, kGPipe };
 std::string_view ScheduleKindName(ScheduleKind kind);
 Result<ScheduleKind> ParseScheduleKind(std::string_view text);
 
+/// Bounds of the layout file's integers beyond the layer count (plan::kMaxModelLayers): ranks
+/// below 2^20, revision and min_share at most 2^40, micro_batches at most 2^20.
+inline constexpr uint64_t kMaxLayoutRanks = uint64_t{1} << 20;
+inline constexpr int64_t kMaxLayoutRevision = int64_t{1} << 40;
+
 struct StageLayout {
   int64_t first_layer = 0;            ///< index into JobLayout::layer_names
   int64_t layers = 0;                 ///< >= 1
@@ -53,7 +58,8 @@ struct JobLayout {
 /// Everything a layout must be: at least one stage; every stage at least one rank, families and
 /// shares one per rank (shares positive and finite); layer ranges contiguous from 0, in order,
 /// covering num_layers without gap or overlap; layer_names empty or num_layers long; the ranks
-/// of all stages a partition of [0, world_size); revision >= 0; layer_costs empty or num_layers
+/// of all stages a partition of [0, world_size); revision in [0, 2^40]; at most 4096 layers
+/// (plan::kMaxModelLayers); layer_costs empty or num_layers
 /// finite numbers >= 0. Errors (kInvalidArgument) name the stage and
 /// both sides of the conflict; `source` prefixes them.
 Status ValidateJobLayout(const JobLayout& layout, std::string_view source);
