@@ -140,7 +140,7 @@ void BindLayoutFunctions(py::module_& m) {
         ThrowIfError(pipeline::WriteJobLayoutFile(layout, path));
       },
       py::arg("layout"), py::arg("path"),
-      "Validates `layout` and writes it to `path` atomically (PATH.tmp, then rename).");
+      "Validates `layout` and writes it to `path` atomically (a unique temporary, fsync, rename).");
   m.def(
       "write_moved_layout",
       [](const JobLayout& layout, const std::string& layout_path, const std::string& state_path,

@@ -74,9 +74,10 @@ Result<JobLayout> LoadJobLayout(const std::string& path);
 /// The layout as the layout file's JSON (ParseJobLayout reads it back unchanged).
 std::string JobLayoutJson(const JobLayout& layout);
 
-/// Writes JobLayoutJson(layout) to `path` atomically (PATH.tmp, then rename): a worker that reads
-/// the file while another rewrites it after a move sees the old layout or the new one, never half.
-/// The layout is validated first (kInvalidArgument); system call errors name the call and path.
+/// Writes JobLayoutJson(layout) to `path` atomically (a unique temporary, fsync, rename): a worker
+/// that reads the file while another rewrites it after a move sees the old layout or the new one,
+/// never half. The layout is validated first (kInvalidArgument); system call errors name the call
+/// and path.
 Status WriteJobLayoutFile(const JobLayout& layout, const std::string& path);
 
 }  // namespace hetrun::pipeline
