@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "hetrun/base/logging.h"
+#include "supervise/termination_log.h"
 
 namespace hetrun::launcher {
 
@@ -87,7 +88,7 @@ void OutputTee::EmitLine(std::string_view line) {
   }
   if (tail_lines_ > 0) {
     std::string_view text = line.substr(0, line.size() - 1);
-    tail_.emplace_back(text.substr(0, kMaxTailLineBytes));
+    tail_.emplace_back(TruncateUtf8(text, kMaxTailLineBytes));  // raw, but whole characters
     if (tail_.size() > tail_lines_) tail_.pop_front();
   }
 }

@@ -95,5 +95,13 @@ TEST_F(OutputTeeTest, KeepsTheLastLinesForTheTerminationLog) {
   EXPECT_EQ(tee.Tail(), (std::vector<std::string>{"line 7", "line 8", "line 9"}));
 }
 
+// Issue 28 item 15: a kept line was cut at 512 bytes even inside a UTF-8 character.
+TEST_F(OutputTeeTest, AKeptTailLineIsCutBetweenCharacters) {
+  OutputTee tee(sink_.get(), "[rank 0] ", log_, 1);
+  std::string line = std::string(511, 'a') + "\xE2\x82\xAC" + "\n";
+  tee.Consume(line);
+  EXPECT_EQ(tee.Tail(), (std::vector<std::string>{std::string(511, 'a')}));
+}
+
 }  // namespace
 }  // namespace hetrun::launcher
