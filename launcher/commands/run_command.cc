@@ -604,6 +604,7 @@ struct RunCommandLine {
   cxxopts::ParseResult parsed;
   std::vector<std::string> command;
   bool help = false;
+  bool free_port = false;  ///< the port was chosen here (port 0 or --standalone): one node only
 };
 
 std::vector<KnownOption> KnownRunOptions(const cxxopts::Options& options) {
@@ -616,10 +617,11 @@ std::vector<KnownOption> KnownRunOptions(const cxxopts::Options& options) {
   return known;
 }
 
-/// A TCP port free on 127.0.0.1 now (--standalone, like torchrun's): bound to port 0 and closed.
+/// A TCP port free on 127.0.0.1 now (--standalone and port 0, like torchrun's): bound to port 0
+/// and closed.
 Result<int> FreeLocalPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoError("socket", "--standalone free port", errno);
+  if (fd < 0) return ErrnoError("socket", "a free port (--standalone, port 0)", errno);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -628,20 +630,32 @@ Result<int> FreeLocalPort() {
   if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   int error = errno;
   ::close(fd);
-  if (rc != 0) return ErrnoError("bind/getsockname", "127.0.0.1:0 (--standalone)", error);
+  if (rc != 0) return ErrnoError("bind/getsockname", "127.0.0.1:0 (a free port)", error);
   return static_cast<int>(ntohs(address.sin_port));
+}
+
+/// --master-port 0 (also from --rdzv-endpoint HOST:0, torchrun's "stacked single-node" form) and
+/// --standalone without a port: a free port now. True when one was chosen.
+Result<bool> ChooseFreePort(TorchrunArgs& torchrun) {
+  std::vector<std::string>& options = torchrun.options;
+  auto last = std::find(options.rbegin(), options.rend(), "--master-port");
+  const bool zero = last != options.rend() && last != options.rbegin() && *(last - 1) == "0";
+  if (!zero && !(torchrun.standalone && last == options.rend())) return false;
+  HETRUN_ASSIGN_OR_RETURN(int port, FreeLocalPort());
+  if (zero) {
+    *(last - 1) = std::to_string(port);
+  } else {
+    options.insert(options.end(), {"--master-port", std::to_string(port)});
+  }
+  return true;
 }
 
 Result<RunCommandLine> ParseRunCommandLine(cxxopts::Options& options,
                                            const CommandContext& context) {
   HETRUN_ASSIGN_OR_RETURN(TorchrunArgs torchrun,
                           TranslateTorchrunArgs(context.args, KnownRunOptions(options)));
-  if (torchrun.standalone && std::find(torchrun.options.begin(), torchrun.options.end(),
-                                       "--master-port") == torchrun.options.end()) {
-    HETRUN_ASSIGN_OR_RETURN(int port, FreeLocalPort());
-    torchrun.options.insert(torchrun.options.end(), {"--master-port", std::to_string(port)});
-  }
   RunCommandLine line;
+  HETRUN_ASSIGN_OR_RETURN(line.free_port, ChooseFreePort(torchrun));
   HETRUN_ASSIGN_OR_RETURN(line.parsed, ParseSubcommandOptions(options, torchrun.options));
   line.help = line.parsed.count("help") > 0;
   if (line.help) return line;
@@ -755,6 +769,11 @@ Result<int> commands::Run(const CommandContext& context) {
   const cxxopts::ParseResult& parsed = line.parsed;
   const std::vector<std::string>& command = line.command;
   HETRUN_ASSIGN_OR_RETURN(RunPlan plan, ReadRunPlan(parsed, context.env, command));
+  if (line.free_port && plan.topology.nnodes.value > 1) {
+    return UsageError("hetrun run: port 0 (a free port) needs one node; the job has " +
+                      std::to_string(plan.topology.nnodes.value) + " nodes (" +
+                      plan.topology.nnodes.source + "): give every node the same MASTER_PORT");
+  }
   if (parsed.count("dry-run")) {
     HETRUN_RETURN_IF_ERROR(PrintDryRun(plan, context));
     return kExitOk;

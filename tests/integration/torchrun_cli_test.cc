@@ -183,6 +183,33 @@ TEST_F(TorchrunCliTest, TorchrunCommandLinesGiveEveryWorkerTorchrunsVariables) {
   }
 }
 
+// Issue 28 item 1: torchrun's "stacked single-node" form, --rdzv-endpoint=localhost:0, exited 64
+// ("'0' is outside [1, 65535]"); port 0 means a free port, on one node.
+TEST_F(TorchrunCliTest, PortZeroInTheEndpointOrMasterPortIsAFreePortOnOneNode) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--nnodes=1", "--nproc-per-node=2", "--rdzv-backend=c10d",
+            "--rdzv-endpoint=localhost:0", "WORKER"},
+           {"run", "--nproc-per-node", "2", "--master-port", "0", "--", "python3", "WORKER"},
+       }) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    int code = -1;
+    WorkerDump dump = Run(args, &code);
+    ASSERT_EQ(code, 0) << last_err_;
+    ASSERT_EQ(dump.env.size(), 2u);
+    const int port = std::atoi(dump.env[0]["MASTER_PORT"].c_str());
+    EXPECT_GT(port, 0) << dump.env[0]["MASTER_PORT"];
+    EXPECT_LE(port, 65535);
+    EXPECT_EQ(dump.env[1]["MASTER_PORT"], dump.env[0]["MASTER_PORT"]) << "one port for the job";
+  }
+  int code = -1;
+  WorkerDump dump = Run({"--nnodes=2", "--node-rank=0", "--nproc-per-node=1",
+                         "--rdzv-endpoint=localhost:0", "WORKER"},
+                        &code);
+  EXPECT_EQ(code, 64) << last_err_;
+  EXPECT_NE(last_err_.find("port 0 (a free port) needs one node"), std::string::npos) << last_err_;
+  EXPECT_TRUE(dump.env.empty());
+}
+
 TEST_F(TorchrunCliTest, APythonFileAloneIsRunLikeTorchrunDoes) {
   int code = -1;
   WorkerDump dump = Run({"WORKER", "--lr", "0.1"}, &code);  // `hetrun train.py --lr 0.1`
