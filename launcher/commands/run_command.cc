@@ -24,6 +24,7 @@
 #include "commands/torchrun_args.h"
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
+#include "hetrun/base/random_id.h"
 #include "hetrun/base/units.h"
 #include "hetrun/job/inventory.h"
 #include "hetrun/job/topology.h"
@@ -95,8 +96,9 @@ cxxopts::Options RunOptions() {
       "run a pipeline on this machine: FILE is `hetrun plan --json` output; the workers take its "
       "stages in order (rank = replicas of earlier stages + index) and get the layout file in "
       "HETRUN_PLAN",
-      cxxopts::value<std::string>())("run-id", "TORCHELASTIC_RUN_ID for the workers (default none)",
-                                     cxxopts::value<std::string>()->default_value("none"))(
+      cxxopts::value<std::string>())(
+      "run-id", "TORCHELASTIC_RUN_ID for the workers (default none; --standalone: a fresh UUID)",
+      cxxopts::value<std::string>()->default_value("none"))(
       "role", "ROLE_NAME for the workers (default default)",
       cxxopts::value<std::string>()->default_value("default"))(
       "signals-to-handle", "TORCHELASTIC_SIGNALS_TO_HANDLE for the workers",
@@ -121,7 +123,8 @@ cxxopts::Options RunOptions() {
       cxxopts::value<std::string>())("m,module", "run the program as python -m MODULE")(
       "no-python", "execute the program directly, even a .py file")(
       "run-path", "run the program with the Python interpreter whatever its name")(
-      "standalone", "one node on this host: --nnodes 1, --master-addr localhost, a free port")(
+      "standalone",
+      "one node on this host: --nnodes 1, --master-addr localhost, a free port, a fresh run id")(
       "rdzv-endpoint", "HOST[:PORT]: the same as --master-addr and --master-port",
       cxxopts::value<std::string>())("rdzv-backend",
                                      "c10d or static, accepted (hetrun always meets at its store)",
@@ -650,12 +653,27 @@ Result<bool> ChooseFreePort(TorchrunArgs& torchrun) {
   return true;
 }
 
+/// --standalone without --run-id/--rdzv-id: a fresh UUID as torchrun's, so two standalone jobs
+/// never share TORCHELASTIC_RUN_ID (the default "none" otherwise).
+Status ChooseStandaloneRunId(TorchrunArgs& torchrun) {
+  std::vector<std::string>& options = torchrun.options;
+  if (!torchrun.standalone ||
+      std::find(options.begin(), options.end(), "--run-id") != options.end()) {
+    return Status::Ok();
+  }
+  HETRUN_ASSIGN_OR_RETURN(std::string id, RandomUuid());
+  spdlog::info("--standalone: run id {}", id);
+  options.insert(options.end(), {"--run-id", id});
+  return Status::Ok();
+}
+
 Result<RunCommandLine> ParseRunCommandLine(cxxopts::Options& options,
                                            const CommandContext& context) {
   HETRUN_ASSIGN_OR_RETURN(TorchrunArgs torchrun,
                           TranslateTorchrunArgs(context.args, KnownRunOptions(options)));
   RunCommandLine line;
   HETRUN_ASSIGN_OR_RETURN(line.free_port, ChooseFreePort(torchrun));
+  HETRUN_RETURN_IF_ERROR(ChooseStandaloneRunId(torchrun));
   HETRUN_ASSIGN_OR_RETURN(line.parsed, ParseSubcommandOptions(options, torchrun.options));
   line.help = line.parsed.count("help") > 0;
   if (line.help) return line;

@@ -100,7 +100,8 @@ class TorchrunCliTest : public ::testing::Test {
 
 TEST_F(TorchrunCliTest, TorchrunCommandLinesGiveEveryWorkerTorchrunsVariables) {
   const std::vector<Case> cases = {
-      {{"--standalone", "--nnodes=1", "--nproc-per-node=2", "WORKER", "--lr", "0.1"},
+      {{"--standalone", "--nnodes=1", "--nproc-per-node=2", "--rdzv-id=none", "WORKER", "--lr",
+        "0.1"},
        "default",
        "none",
        "0",
@@ -208,6 +209,27 @@ TEST_F(TorchrunCliTest, PortZeroInTheEndpointOrMasterPortIsAFreePortOnOneNode) {
   EXPECT_EQ(code, 64) << last_err_;
   EXPECT_NE(last_err_.find("port 0 (a free port) needs one node"), std::string::npos) << last_err_;
   EXPECT_TRUE(dump.env.empty());
+}
+
+// Issue 28 item 5: every --standalone job had TORCHELASTIC_RUN_ID=none, so two at once shared it;
+// torchrun gives each a fresh UUID. An explicit --rdzv-id / --run-id is kept.
+TEST_F(TorchrunCliTest, EachStandaloneJobGetsAFreshRunId) {
+  std::set<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    int code = -1;
+    WorkerDump dump = Run({"--standalone", "--nproc-per-node=1", "WORKER"}, &code);
+    ASSERT_EQ(code, 0) << last_err_;
+    const std::string id = dump.env[0]["TORCHELASTIC_RUN_ID"];
+    ASSERT_EQ(id.size(), 36u) << id;
+    for (size_t at : {8, 13, 18, 23}) EXPECT_EQ(id[at], '-') << id;
+    EXPECT_EQ(id[14], '4') << "a version 4 UUID: " << id;
+    ids.insert(id);
+  }
+  EXPECT_EQ(ids.size(), 2u) << "two jobs, two ids";
+  int code = -1;
+  WorkerDump named = Run({"--standalone", "--rdzv-id=mine", "--nproc-per-node=1", "WORKER"}, &code);
+  ASSERT_EQ(code, 0) << last_err_;
+  EXPECT_EQ(named.env[0]["TORCHELASTIC_RUN_ID"], "mine");
 }
 
 TEST_F(TorchrunCliTest, APythonFileAloneIsRunLikeTorchrunDoes) {
