@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
@@ -246,11 +247,16 @@ Status ReadStreamOptions(const cxxopts::ParseResult& parsed, const Environment& 
                             ParseLocalRanks(parsed["local-ranks-filter"].as<std::string>()));
   }
   if (supervision->tee_streams.any() || supervision->redirect_streams.any()) {
-    std::string base = supervision->log_dir.empty()
-                           ? env.Get("TMPDIR").value_or("/tmp") + "/hetrun-logs"
-                           : supervision->log_dir;
-    supervision->stream_log_dir =
-        base + "/" + parsed["run-id"].as<std::string>() + "_" + std::to_string(::getpid());
+    // Default: the user's private run base (never a folder shared by all users), logs/ below it.
+    supervision->stream_log_root =
+        supervision->log_dir.empty() ? RunFolderBase(env) : supervision->log_dir;
+    std::string base = supervision->log_dir.empty() ? supervision->stream_log_root + "/logs"
+                                                    : supervision->log_dir;
+    std::string id = parsed["run-id"].as<std::string>();  // one folder name, whatever it holds
+    for (char& c : id) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+    }
+    supervision->stream_log_dir = base + "/" + id + "_" + std::to_string(::getpid());
     supervision->log_dir.clear();
     spdlog::info("worker stream logs (--tee/--redirects) in {}", supervision->stream_log_dir);
   }

@@ -22,6 +22,7 @@
 #include "supervise/child_process.h"
 #include "supervise/console_sink.h"
 #include "supervise/output_tee.h"
+#include "supervise/private_dir.h"
 #include "supervise/signal_set.h"
 #include "supervise/unique_fd.h"
 #include "supervise/worker_error_file.h"
@@ -94,9 +95,13 @@ std::vector<pid_t> DirectChildren() {
   return children;
 }
 
-Result<UniqueFd> OpenLog(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("open", path, errno).WithContext("--log-dir");
+// A worker's log file. `private_folder`: a --tee/--redirects file in a folder of this user only
+// (private_dir.h), never opened through a symlink planted in its place (O_NOFOLLOW), mode 0600;
+// --log-dir's files are where the user said (a symlink there is theirs).
+Result<UniqueFd> OpenLog(const std::string& path, std::string_view what, bool private_folder) {
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (private_folder ? O_NOFOLLOW : 0);
+  int fd = ::open(path.c_str(), flags, private_folder ? 0600 : 0644);
+  if (fd < 0) return ErrnoError("open", path, errno).WithContext(std::string(what));
   return UniqueFd(fd);
 }
 
@@ -193,7 +198,7 @@ Result<int> Supervisor::PendingShutdownSignal() {
 Status Supervisor::PrepareOutput(Worker& worker, int restart_count) {
   if (!options_.log_dir.empty()) {
     worker.log_path = options_.log_dir + "/" + LogName(worker.spec.rank, restart_count);
-    HETRUN_ASSIGN_OR_RETURN(worker.log, OpenLog(worker.log_path));
+    HETRUN_ASSIGN_OR_RETURN(worker.log, OpenLog(worker.log_path, "--log-dir", false));
   }
   int local_rank = worker.spec.local_rank;
   int streams = options_.tee_streams.For(local_rank) | options_.redirect_streams.For(local_rank);
@@ -208,10 +213,15 @@ Status Supervisor::PrepareOutput(Worker& worker, int restart_count) {
     std::string dir = options_.stream_log_dir + "/attempt_" + std::to_string(restart_count) + "/" +
                       std::to_string(local_rank);
     std::error_code error;
-    std::filesystem::create_directories(dir, error);
-    if (error) return ErrnoError("mkdir", dir, error.value()).WithContext("--tee/--redirects");
-    HETRUN_ASSIGN_OR_RETURN(worker.stream_logs[stream],
-                            OpenLog(dir + (stream == 0 ? "/stdout.log" : "/stderr.log")));
+    std::filesystem::create_directories(options_.stream_log_root, error);
+    if (error) {
+      return ErrnoError("mkdir", options_.stream_log_root, error.value())
+          .WithContext("--tee/--redirects");
+    }
+    HETRUN_RETURN_IF_ERROR(MakePrivateDirs(options_.stream_log_root, dir, "--tee/--redirects"));
+    HETRUN_ASSIGN_OR_RETURN(
+        worker.stream_logs[stream],
+        OpenLog(dir + (stream == 0 ? "/stdout.log" : "/stderr.log"), "--tee/--redirects", true));
   }
   // A stream has one file: --log-dir's rank file, else its torchrun-layout file.
   auto file = [&worker](int stream) {

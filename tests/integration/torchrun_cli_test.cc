@@ -3,6 +3,8 @@
 // there with torchrun's meaning; a real torchrun (when the test Python has torch) is the
 // reference for the list of names.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -306,6 +308,48 @@ TEST_F(TorchrunCliTest, TeeRedirectsAndRankFilterFollowTorchrunsLogLayout) {
     EXPECT_EQ(testing::ReadFile(dir + "/stdout.log"), "out-" + std::to_string(r) + "\n");
     EXPECT_EQ(testing::ReadFile(dir + "/stderr.log"), "err-" + std::to_string(r) + "\n");
   }
+}
+
+// Issue 28 item 6: without --log-dir the stream logs went to a shared $TMPDIR/hetrun-logs made
+// with plain mkdir and files opened through symlinks: another user could plant links there (the
+// victim's file overwritten with worker output) and read the logs. Now they go to the user's
+// private run base (HETRUN_RUN_BASE, else $TMPDIR/hetrun-<uid>), in folders of mode 0700.
+TEST_F(TorchrunCliTest, StreamLogsDefaultToAPrivateFolderOfThisUser) {
+  const std::string tmp = dir_.path() + "/tmp";
+  std::filesystem::create_directories(tmp + "/hetrun-logs");  // what another user could plant
+  env_["TMPDIR"] = tmp;
+  HetrunProcess run({"--nproc-per-node", "1", "--tee", "3", "--run-id", "j2", "--no-python",
+                     "/bin/sh", "-c", "echo out"},
+                    env_, dir_.path(), "private");
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_TRUE(std::filesystem::is_empty(tmp + "/hetrun-logs")) << "not the shared folder";
+  const std::string logs = tmp + "/hetrun-" + std::to_string(::geteuid()) + "/logs";
+  ASSERT_TRUE(std::filesystem::is_directory(logs)) << run.err();
+  std::string base;
+  for (const auto& entry : std::filesystem::directory_iterator(logs)) base = entry.path();
+  ASSERT_EQ(base.rfind(logs + "/j2_", 0), 0u) << base;
+  EXPECT_NE(run.err().find(base), std::string::npos) << "the folder is logged";
+  for (const std::string& dir : {logs, base, base + "/attempt_0", base + "/attempt_0/0"}) {
+    struct stat info {};
+    ASSERT_EQ(::lstat(dir.c_str(), &info), 0) << dir;
+    EXPECT_EQ(info.st_mode & 077, 0u) << dir << " is readable by others";
+  }
+  EXPECT_EQ(testing::ReadFile(base + "/attempt_0/0/stdout.log"), "out\n");
+}
+
+TEST_F(TorchrunCliTest, AStreamLogPlantedAsASymlinkIsNotWrittenThrough) {
+  const std::string logs = dir_.path() + "/logs";
+  const std::string victim = dir_.WriteFile("victim", "precious\n");
+  // Attempt 0 plants attempt 1's stdout.log as a link to the victim (what a stranger could do in
+  // a shared folder), then fails transiently; attempt 1 must not write through the link.
+  const std::string plant = "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then d=$(echo " + logs +
+                            "/j3_*)/attempt_1/0; mkdir -p \"$d\"; ln -s " + victim +
+                            " \"$d/stdout.log\"; exit 75; fi; echo out";
+  HetrunProcess run({"--nproc-per-node", "1", "--tee", "1", "--log-dir", logs, "--run-id", "j3",
+                     "--max-restarts", "1", "--no-python", "/bin/sh", "-c", plant},
+                    env_, dir_.path(), "planted");
+  run.Wait();
+  EXPECT_EQ(testing::ReadFile(victim), "precious\n");
 }
 
 /// The variables a real torchrun gives its workers beyond its own environment, when the test
