@@ -740,6 +740,29 @@ bool StopsTheRun(WorkerFailure& failure, int restarts, const SupervisorOptions& 
   return false;
 }
 
+// The attempt's folders in the run folder, made before any of its workers starts, so a full disk
+// is found here and not half-way through spawning. A full disk (ENOSPC, EDQUOT) is exit 78
+// naming the run folder; the caller keeps the last failure instead on a restart.
+Status PrepareAttemptFolders(const SupervisorOptions& options,
+                             const std::vector<WorkerSpec>& workers, int restart) {
+  std::vector<std::string> dirs;
+  if (options.hang_timeout.count() > 0) dirs.push_back(options.run_dir + "/heartbeat");
+  for (const WorkerSpec& worker : workers) {
+    dirs.push_back(options.run_dir + "/attempt_" + std::to_string(restart) + "/rank_" +
+                   std::to_string(worker.rank));
+  }
+  for (const std::string& dir : dirs) {
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (!error) continue;
+    Status failed = ErrnoError("mkdir", dir, error.value());
+    if (error.value() != ENOSPC && error.value() != EDQUOT) return failed.WithContext("run folder");
+    return InvalidArgumentError("run folder " + options.run_dir + ": the disk is full (" +
+                                failed.message() + "); free space there or set HETRUN_RUN_BASE");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const WorkerSpecsFn& specs) {
@@ -762,6 +785,14 @@ Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const Work
   std::string last_abort;
   for (int restart = 0;; ++restart) {
     HETRUN_ASSIGN_OR_RETURN(std::vector<WorkerSpec> workers, specs(restart));
+    if (Status room = PrepareAttemptFolders(options, workers, restart); !room.ok()) {
+      if (restart == 0) return room;
+      // The last failure stays the outcome (its code, 75 most often, and its reason).
+      spdlog::error("not restarting: {}", room.message());
+      outcome.failure.not_restarted = room.message();
+      outcome.exit_code = outcome.failure.exit_code;
+      return outcome;
+    }
     Supervisor supervisor(options, *signals, reaper, consoles);
     if (restart > 0) {
       HETRUN_ASSIGN_OR_RETURN(int signal, supervisor.PendingShutdownSignal());
