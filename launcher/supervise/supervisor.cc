@@ -407,6 +407,13 @@ Status Supervisor::PollOnce() {
   for (size_t i = 0; ready > 0 && i < pipes.size(); ++i) {
     if (fds[i + 2].revents != 0) ReadPipe(*pipes[i].first, *pipes[i].second, false);
   }
+  // Partial lines quiet long enough, JSON progress held back (OutputTee::NextTick).
+  const Clock::time_point now = Clock::now();
+  for (Worker& worker : workers_) {
+    for (OutputTee* tee : {worker.out.get(), worker.err.get()}) {
+      if (tee != nullptr) tee->Tick(now);
+    }
+  }
   for (size_t i = 0; ready > 0 && i < consoles.size(); ++i) {
     if (fds[2 + pipes.size() + i].revents != 0) consoles[i]->Flush();
   }
@@ -686,6 +693,12 @@ int Supervisor::PollTimeoutMs() const {
   if (options_.hang_timeout.count() > 0 && !shutdown_ && !cleanup_) {
     milliseconds check = until(next_heartbeat_check_);
     wait = wait ? std::min(*wait, check) : check;
+  }
+  for (const Worker& worker : workers_) {
+    for (const OutputTee* tee : {worker.out.get(), worker.err.get()}) {
+      std::optional<Clock::time_point> tick = tee != nullptr ? tee->NextTick() : std::nullopt;
+      if (tick) wait = wait ? std::min(*wait, until(*tick)) : until(*tick);
+    }
   }
   if (!wait) return -1;
   return static_cast<int>(std::min(wait->count(), int64_t{60'000}));
