@@ -6,6 +6,7 @@
 
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/nearest_name.h"
+#include "hetrun/base/shown_text.h"
 #include "hetrun/base/version.h"
 
 namespace hetrun::launcher {
@@ -82,7 +83,7 @@ Result<int> Dispatch(const std::vector<std::string>& args, const Environment& en
       sub = run;
       rest = args;
     } else {
-      std::string message = "unknown subcommand '" + args[0].substr(0, 64) + "'";
+      std::string message = "unknown subcommand '" + ShownText(args[0], 64) + "'";
       std::string_view suggestion = SuggestSubcommand(args[0]);
       if (!suggestion.empty()) message += " (did you mean '" + std::string(suggestion) + "'?)";
       message += "; see hetrun --help";

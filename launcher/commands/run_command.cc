@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,7 @@
 #include "commands/torchrun_args.h"
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
+#include "hetrun/base/random_id.h"
 #include "hetrun/base/units.h"
 #include "hetrun/job/inventory.h"
 #include "hetrun/job/topology.h"
@@ -95,8 +97,9 @@ cxxopts::Options RunOptions() {
       "run a pipeline on this machine: FILE is `hetrun plan --json` output; the workers take its "
       "stages in order (rank = replicas of earlier stages + index) and get the layout file in "
       "HETRUN_PLAN",
-      cxxopts::value<std::string>())("run-id", "TORCHELASTIC_RUN_ID for the workers (default none)",
-                                     cxxopts::value<std::string>()->default_value("none"))(
+      cxxopts::value<std::string>())(
+      "run-id", "TORCHELASTIC_RUN_ID for the workers (default none; --standalone: a fresh UUID)",
+      cxxopts::value<std::string>()->default_value("none"))(
       "role", "ROLE_NAME for the workers (default default)",
       cxxopts::value<std::string>()->default_value("default"))(
       "signals-to-handle", "TORCHELASTIC_SIGNALS_TO_HANDLE for the workers",
@@ -121,7 +124,8 @@ cxxopts::Options RunOptions() {
       cxxopts::value<std::string>())("m,module", "run the program as python -m MODULE")(
       "no-python", "execute the program directly, even a .py file")(
       "run-path", "run the program with the Python interpreter whatever its name")(
-      "standalone", "one node on this host: --nnodes 1, --master-addr localhost, a free port")(
+      "standalone",
+      "one node on this host: --nnodes 1, --master-addr localhost, a free port, a fresh run id")(
       "rdzv-endpoint", "HOST[:PORT]: the same as --master-addr and --master-port",
       cxxopts::value<std::string>())("rdzv-backend",
                                      "c10d or static, accepted (hetrun always meets at its store)",
@@ -243,11 +247,16 @@ Status ReadStreamOptions(const cxxopts::ParseResult& parsed, const Environment& 
                             ParseLocalRanks(parsed["local-ranks-filter"].as<std::string>()));
   }
   if (supervision->tee_streams.any() || supervision->redirect_streams.any()) {
-    std::string base = supervision->log_dir.empty()
-                           ? env.Get("TMPDIR").value_or("/tmp") + "/hetrun-logs"
-                           : supervision->log_dir;
-    supervision->stream_log_dir =
-        base + "/" + parsed["run-id"].as<std::string>() + "_" + std::to_string(::getpid());
+    // Default: the user's private run base (never a folder shared by all users), logs/ below it.
+    supervision->stream_log_root =
+        supervision->log_dir.empty() ? RunFolderBase(env) : supervision->log_dir;
+    std::string base = supervision->log_dir.empty() ? supervision->stream_log_root + "/logs"
+                                                    : supervision->log_dir;
+    std::string id = parsed["run-id"].as<std::string>();  // one folder name, whatever it holds
+    for (char& c : id) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+    }
+    supervision->stream_log_dir = base + "/" + id + "_" + std::to_string(::getpid());
     supervision->log_dir.clear();
     spdlog::info("worker stream logs (--tee/--redirects) in {}", supervision->stream_log_dir);
   }
@@ -604,6 +613,7 @@ struct RunCommandLine {
   cxxopts::ParseResult parsed;
   std::vector<std::string> command;
   bool help = false;
+  bool free_port = false;  ///< the port was chosen here (port 0 or --standalone): one node only
 };
 
 std::vector<KnownOption> KnownRunOptions(const cxxopts::Options& options) {
@@ -616,10 +626,11 @@ std::vector<KnownOption> KnownRunOptions(const cxxopts::Options& options) {
   return known;
 }
 
-/// A TCP port free on 127.0.0.1 now (--standalone, like torchrun's): bound to port 0 and closed.
+/// A TCP port free on 127.0.0.1 now (--standalone and port 0, like torchrun's): bound to port 0
+/// and closed.
 Result<int> FreeLocalPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoError("socket", "--standalone free port", errno);
+  if (fd < 0) return ErrnoError("socket", "a free port (--standalone, port 0)", errno);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -628,20 +639,47 @@ Result<int> FreeLocalPort() {
   if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   int error = errno;
   ::close(fd);
-  if (rc != 0) return ErrnoError("bind/getsockname", "127.0.0.1:0 (--standalone)", error);
+  if (rc != 0) return ErrnoError("bind/getsockname", "127.0.0.1:0 (a free port)", error);
   return static_cast<int>(ntohs(address.sin_port));
+}
+
+/// --master-port 0 (also from --rdzv-endpoint HOST:0, torchrun's "stacked single-node" form) and
+/// --standalone without a port: a free port now. True when one was chosen.
+Result<bool> ChooseFreePort(TorchrunArgs& torchrun) {
+  std::vector<std::string>& options = torchrun.options;
+  auto last = std::find(options.rbegin(), options.rend(), "--master-port");
+  const bool zero = last != options.rend() && last != options.rbegin() && *(last - 1) == "0";
+  if (!zero && !(torchrun.standalone && last == options.rend())) return false;
+  HETRUN_ASSIGN_OR_RETURN(int port, FreeLocalPort());
+  if (zero) {
+    *(last - 1) = std::to_string(port);
+  } else {
+    options.insert(options.end(), {"--master-port", std::to_string(port)});
+  }
+  return true;
+}
+
+/// --standalone without --run-id/--rdzv-id: a fresh UUID as torchrun's, so two standalone jobs
+/// never share TORCHELASTIC_RUN_ID (the default "none" otherwise).
+Status ChooseStandaloneRunId(TorchrunArgs& torchrun) {
+  std::vector<std::string>& options = torchrun.options;
+  if (!torchrun.standalone ||
+      std::find(options.begin(), options.end(), "--run-id") != options.end()) {
+    return Status::Ok();
+  }
+  HETRUN_ASSIGN_OR_RETURN(std::string id, RandomUuid());
+  spdlog::info("--standalone: run id {}", id);
+  options.insert(options.end(), {"--run-id", id});
+  return Status::Ok();
 }
 
 Result<RunCommandLine> ParseRunCommandLine(cxxopts::Options& options,
                                            const CommandContext& context) {
   HETRUN_ASSIGN_OR_RETURN(TorchrunArgs torchrun,
                           TranslateTorchrunArgs(context.args, KnownRunOptions(options)));
-  if (torchrun.standalone && std::find(torchrun.options.begin(), torchrun.options.end(),
-                                       "--master-port") == torchrun.options.end()) {
-    HETRUN_ASSIGN_OR_RETURN(int port, FreeLocalPort());
-    torchrun.options.insert(torchrun.options.end(), {"--master-port", std::to_string(port)});
-  }
   RunCommandLine line;
+  HETRUN_ASSIGN_OR_RETURN(line.free_port, ChooseFreePort(torchrun));
+  HETRUN_RETURN_IF_ERROR(ChooseStandaloneRunId(torchrun));
   HETRUN_ASSIGN_OR_RETURN(line.parsed, ParseSubcommandOptions(options, torchrun.options));
   line.help = line.parsed.count("help") > 0;
   if (line.help) return line;
@@ -755,6 +793,11 @@ Result<int> commands::Run(const CommandContext& context) {
   const cxxopts::ParseResult& parsed = line.parsed;
   const std::vector<std::string>& command = line.command;
   HETRUN_ASSIGN_OR_RETURN(RunPlan plan, ReadRunPlan(parsed, context.env, command));
+  if (line.free_port && plan.topology.nnodes.value > 1) {
+    return UsageError("hetrun run: port 0 (a free port) needs one node; the job has " +
+                      std::to_string(plan.topology.nnodes.value) + " nodes (" +
+                      plan.topology.nnodes.source + "): give every node the same MASTER_PORT");
+  }
   if (parsed.count("dry-run")) {
     HETRUN_RETURN_IF_ERROR(PrintDryRun(plan, context));
     return kExitOk;

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "hetrun/base/nearest_name.h"
+#include "hetrun/base/shown_text.h"
 #include "hetrun/base/units.h"
 
 namespace hetrun::launcher {
@@ -153,7 +154,7 @@ class Translator {
       if (!attached.empty()) option.value = attached;
       return Long(option, arg);
     }
-    return UsageError("hetrun run: unknown option '" + arg.substr(0, 64) + "'" + Suggestion(arg));
+    return UsageError("hetrun run: unknown option '" + ShownText(arg, 64) + "'" + Suggestion(arg));
   }
 
   Status Long(const Parsed& option, const std::string& arg) {
@@ -182,7 +183,7 @@ class Translator {
     auto known = std::find_if(known_.begin(), known_.end(),
                               [&](const KnownOption& k) { return k.name == name; });
     if (known == known_.end()) {
-      return UsageError("hetrun run: unknown option '" + arg.substr(0, 64) + "'" +
+      return UsageError("hetrun run: unknown option '" + ShownText(arg, 64) + "'" +
                         Suggestion("--" + name));
     }
     out_.options.push_back("--" + name);

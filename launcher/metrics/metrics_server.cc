@@ -5,8 +5,10 @@
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -62,28 +64,66 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Listen(const MetricsAddres
     return ErrnoError("getsockname", where, errno);
   }
   int port = ntohs(addr.sin_port);
-  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(fd), port, std::move(render)));
+  UniqueFd timer(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!timer.valid()) return ErrnoError("timerfd_create", where, errno);
+  return std::unique_ptr<MetricsServer>(
+      new MetricsServer(std::move(fd), std::move(timer), port, std::move(render)));
+}
+
+void MetricsServer::ArmTimer() {
+  itimerspec when{};  // zero: disarmed
+  if (!connections_.empty()) {
+    Clock::time_point earliest = connections_.front().deadline;
+    for (const Connection& c : connections_) earliest = std::min(earliest, c.deadline);
+    // steady_clock is CLOCK_MONOTONIC: the deadline is an absolute time on the timer's clock.
+    auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(earliest.time_since_epoch());
+    when.it_value.tv_sec = static_cast<time_t>(since.count() / 1'000'000'000);
+    when.it_value.tv_nsec = static_cast<long>(since.count() % 1'000'000'000);
+    if (when.it_value.tv_sec == 0 && when.it_value.tv_nsec == 0) when.it_value.tv_nsec = 1;
+  }
+  if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &when, nullptr) != 0) {
+    spdlog::debug("metrics endpoint: timerfd_settime failed: {}", std::strerror(errno));
+  }
 }
 
 void MetricsServer::AppendFds(std::vector<pollfd>* fds) {
+  ArmTimer();
   fds->push_back({listen_.get(), POLLIN, 0});
+  fds->push_back({timer_.get(), POLLIN, 0});
   for (const Connection& connection : connections_) {
-    fds->push_back(
-        {connection.fd.get(), static_cast<short>(connection.responding ? POLLOUT : POLLIN), 0});
+    short events = connection.phase == Phase::kResponding ? POLLOUT : POLLIN;
+    fds->push_back({connection.fd.get(), events, 0});
   }
 }
 
 void MetricsServer::HandleReady(std::span<const pollfd> fds) {
+  constexpr size_t kFirst = 2;  // the listening socket, the timer
+  if (fds.size() > 1 && (fds[1].revents & POLLIN)) {
+    uint64_t expirations = 0;  // read to clear it; the deadlines are checked below
+    if (::read(timer_.get(), &expirations, sizeof expirations) < 0 && errno != EAGAIN) {
+      spdlog::debug("metrics endpoint: timerfd read failed: {}", std::strerror(errno));
+    }
+  }
   Clock::time_point now = Clock::now();
   std::vector<Connection> kept;
   for (size_t i = 0; i < connections_.size(); ++i) {
     Connection& connection = connections_[i];
-    short revents = i + 1 < fds.size() ? fds[i + 1].revents : 0;
+    short revents = i + kFirst < fds.size() ? fds[i + kFirst].revents : 0;
     bool open = true;
     if (revents & (POLLERR | POLLNVAL)) {
       open = false;
     } else if (revents != 0) {
-      open = connection.responding ? Write(connection) : Read(connection);
+      switch (connection.phase) {
+        case Phase::kReading:
+          open = Read(connection);
+          break;
+        case Phase::kResponding:
+          open = Write(connection);
+          break;
+        case Phase::kDraining:
+          open = Drain(connection);
+          break;
+      }
     }
     if (open && now >= connection.deadline) open = false;  // slow or idle: dropped
     if (open) kept.push_back(std::move(connection));
@@ -143,7 +183,7 @@ void MetricsServer::Respond(Connection& connection) {
                    "\r\nConnection: close\r\n\r\n";
   if (request.head.method != "HEAD") connection.out += body;
   connection.in.clear();
-  connection.responding = true;
+  connection.phase = Phase::kResponding;
   ++served_;
 }
 
@@ -154,7 +194,23 @@ bool MetricsServer::Write(Connection& connection) {
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     connection.sent += static_cast<size_t>(n);
   }
-  return false;  // answered: close
+  // Answered: our FIN follows the answer; what the client still sends is read and dropped, so
+  // the close that follows is not a reset.
+  if (::shutdown(connection.fd.get(), SHUT_WR) != 0) return false;
+  connection.phase = Phase::kDraining;
+  return Drain(connection);
+}
+
+bool MetricsServer::Drain(Connection& connection) {
+  char buffer[16 * 1024];
+  for (int turn = 0; turn < 8; ++turn) {  // bounded per loop turn
+    ssize_t n = ::recv(connection.fd.get(), buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n == 0) return false;  // the client closed: done
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    connection.drained += static_cast<size_t>(n);
+    if (connection.drained > kMaxDrainBytes) return false;
+  }
+  return true;
 }
 
 }  // namespace hetrun::launcher

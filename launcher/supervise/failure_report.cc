@@ -104,6 +104,7 @@ std::string KindSummary(const WorkerFailure& failure, const std::string& who) {
 std::string TerminationReason(const WorkerFailure& failure, size_t max_bytes) {
   std::string head = "hetrun: " + FailureSummary(failure);
   if (failure.restarts > 0) head += fmt::format(", after {} restart(s)", failure.restarts);
+  if (!failure.not_restarted.empty()) head += "; not restarted: " + failure.not_restarted;
   head += ".\n";
   if (!failure.error_frames.empty()) {
     head += fmt::format("Last frames of rank {} (TORCHELASTIC_ERROR_FILE):\n", failure.rank);

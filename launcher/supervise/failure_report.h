@@ -39,6 +39,7 @@ struct WorkerFailure {
   std::string error_message;                  ///< from its TORCHELASTIC_ERROR_FILE, if any
   std::vector<std::string> error_frames;      ///< the innermost traceback frames of that file
   int restarts = 0;                           ///< restarts of the local group before this one
+  std::string not_restarted;  ///< why a restart it allowed could not start (a full disk)
 };
 
 /// One line: "rank 1 (local rank 1) was killed by SIGKILL (exit code 137)".

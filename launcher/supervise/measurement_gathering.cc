@@ -51,7 +51,11 @@ std::optional<pipeline::Measurements> MergeRankFiles(const std::string& run_dir)
   std::vector<pipeline::Measurements> parts;
   std::vector<std::string> names;
   for (const std::string& name : RankFileNames(dir)) {
-    Result<pipeline::Measurements> part = pipeline::LoadMeasurements(dir + "/" + name);
+    std::vector<std::string> dropped;
+    Result<pipeline::Measurements> part =
+        pipeline::LoadMeasurementsKeepingWindows(dir + "/" + name, dropped);
+    for (const std::string& line : dropped)
+      spdlog::warn("measurements: dropped a window: {}", line);
     if (!part.ok()) {
       spdlog::warn("measurements: skipped {}", part.status().message());
       continue;
@@ -94,7 +98,11 @@ std::optional<pipeline::Measurements> MergeNodeParts(
   for (size_t i = 0; i < others.size(); ++i) {
     if (!others[i]) continue;
     const std::string name = "node " + std::to_string(i + 1) + "'s measurements";
-    Result<pipeline::Measurements> part = pipeline::ParseMeasurements(*others[i], name);
+    std::vector<std::string> dropped;
+    Result<pipeline::Measurements> part =
+        pipeline::ParseMeasurementsKeepingWindows(*others[i], name, dropped);
+    for (const std::string& line : dropped)
+      spdlog::warn("measurements: dropped a window: {}", line);
     if (!part.ok()) {
       spdlog::warn("measurements: skipped {}", part.status().message());
       continue;

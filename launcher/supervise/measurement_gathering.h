@@ -3,8 +3,9 @@
 // MeasurementLog) merged into one, which node 0 merges with every other node's part (sent once at
 // the end of the run through the rendezvous, JobRendezvous::Leave) into
 // $HETRUN_RUN_DIR/measurements.json, copied to --measurements-out (the run folder is removed
-// when hetrun exits). A missing, unreadable or corrupt file is logged and skipped: measurements
-// never change a run's outcome.
+// when hetrun exits). A missing, unreadable or corrupt file is logged and skipped, a window the
+// reader refuses is logged and dropped (the file's other windows are kept): measurements never
+// change a run's outcome.
 #pragma once
 
 #include <optional>

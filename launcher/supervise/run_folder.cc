@@ -17,13 +17,23 @@ namespace fs = std::filesystem;
 
 constexpr const char* kLockName = ".lock";
 
+// A failed call while making a run folder: a full disk (ENOSPC, EDQUOT) is the configuration
+// (exit 78, naming the base), anything else the call's own error.
+Status FolderError(std::string_view call, const std::string& path, const std::string& base,
+                   int err) {
+  Status error = ErrnoError(call, path, err);
+  if (err != ENOSPC && err != EDQUOT) return error;
+  return InvalidArgumentError("run folder base " + base + ": the disk is full (" + error.message() +
+                              "); free space there or set HETRUN_RUN_BASE");
+}
+
 // Creates `base` (0700) when missing; refuses one that is a symlink or belongs to another user
 // (a shared /tmp must not let someone else choose where hetrun writes).
 Status PrepareBase(const std::string& base) {
   if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) {
     std::error_code error;
     fs::create_directories(base, error);
-    if (error) return ErrnoError("mkdir", base + " (HETRUN_RUN_BASE)", error.value());
+    if (error) return FolderError("mkdir", base + " (HETRUN_RUN_BASE)", base, error.value());
   }
   struct stat info {};
   if (::lstat(base.c_str(), &info) != 0) return ErrnoError("lstat", base, errno);
@@ -95,7 +105,7 @@ Result<std::unique_ptr<RunFolder>> RunFolder::Create(const std::string& base) {
   // or a held one, never one it could take in between (it would remove the new folder).
   std::string held_lock = base + "/.lock-XXXXXX";
   int fd = ::mkostemp(held_lock.data(), O_CLOEXEC);
-  if (fd < 0) return ErrnoError("mkostemp", held_lock, errno).WithContext("run folder lock");
+  if (fd < 0) return FolderError("mkostemp", held_lock, base, errno).WithContext("run folder lock");
   UniqueFd held(fd);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     Status error = ErrnoError("flock", held_lock, errno).WithContext("run folder lock");
@@ -104,7 +114,7 @@ Result<std::unique_ptr<RunFolder>> RunFolder::Create(const std::string& base) {
   }
   std::string pattern = base + "/run-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
-    Status error = ErrnoError("mkdtemp", pattern, errno);
+    Status error = FolderError("mkdtemp", pattern, base, errno);
     ::unlink(held_lock.c_str());
     return error;
   }

@@ -22,6 +22,7 @@
 #include "supervise/child_process.h"
 #include "supervise/console_sink.h"
 #include "supervise/output_tee.h"
+#include "supervise/private_dir.h"
 #include "supervise/signal_set.h"
 #include "supervise/unique_fd.h"
 #include "supervise/worker_error_file.h"
@@ -94,9 +95,13 @@ std::vector<pid_t> DirectChildren() {
   return children;
 }
 
-Result<UniqueFd> OpenLog(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("open", path, errno).WithContext("--log-dir");
+// A worker's log file. `private_folder`: a --tee/--redirects file in a folder of this user only
+// (private_dir.h), never opened through a symlink planted in its place (O_NOFOLLOW), mode 0600;
+// --log-dir's files are where the user said (a symlink there is theirs).
+Result<UniqueFd> OpenLog(const std::string& path, std::string_view what, bool private_folder) {
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (private_folder ? O_NOFOLLOW : 0);
+  int fd = ::open(path.c_str(), flags, private_folder ? 0600 : 0644);
+  if (fd < 0) return ErrnoError("open", path, errno).WithContext(std::string(what));
   return UniqueFd(fd);
 }
 
@@ -193,7 +198,7 @@ Result<int> Supervisor::PendingShutdownSignal() {
 Status Supervisor::PrepareOutput(Worker& worker, int restart_count) {
   if (!options_.log_dir.empty()) {
     worker.log_path = options_.log_dir + "/" + LogName(worker.spec.rank, restart_count);
-    HETRUN_ASSIGN_OR_RETURN(worker.log, OpenLog(worker.log_path));
+    HETRUN_ASSIGN_OR_RETURN(worker.log, OpenLog(worker.log_path, "--log-dir", false));
   }
   int local_rank = worker.spec.local_rank;
   int streams = options_.tee_streams.For(local_rank) | options_.redirect_streams.For(local_rank);
@@ -208,10 +213,15 @@ Status Supervisor::PrepareOutput(Worker& worker, int restart_count) {
     std::string dir = options_.stream_log_dir + "/attempt_" + std::to_string(restart_count) + "/" +
                       std::to_string(local_rank);
     std::error_code error;
-    std::filesystem::create_directories(dir, error);
-    if (error) return ErrnoError("mkdir", dir, error.value()).WithContext("--tee/--redirects");
-    HETRUN_ASSIGN_OR_RETURN(worker.stream_logs[stream],
-                            OpenLog(dir + (stream == 0 ? "/stdout.log" : "/stderr.log")));
+    std::filesystem::create_directories(options_.stream_log_root, error);
+    if (error) {
+      return ErrnoError("mkdir", options_.stream_log_root, error.value())
+          .WithContext("--tee/--redirects");
+    }
+    HETRUN_RETURN_IF_ERROR(MakePrivateDirs(options_.stream_log_root, dir, "--tee/--redirects"));
+    HETRUN_ASSIGN_OR_RETURN(
+        worker.stream_logs[stream],
+        OpenLog(dir + (stream == 0 ? "/stdout.log" : "/stderr.log"), "--tee/--redirects", true));
   }
   // A stream has one file: --log-dir's rank file, else its torchrun-layout file.
   auto file = [&worker](int stream) {
@@ -396,6 +406,13 @@ Status Supervisor::PollOnce() {
   }
   for (size_t i = 0; ready > 0 && i < pipes.size(); ++i) {
     if (fds[i + 2].revents != 0) ReadPipe(*pipes[i].first, *pipes[i].second, false);
+  }
+  // Partial lines quiet long enough, JSON progress held back (OutputTee::NextTick).
+  const Clock::time_point now = Clock::now();
+  for (Worker& worker : workers_) {
+    for (OutputTee* tee : {worker.out.get(), worker.err.get()}) {
+      if (tee != nullptr) tee->Tick(now);
+    }
   }
   for (size_t i = 0; ready > 0 && i < consoles.size(); ++i) {
     if (fds[2 + pipes.size() + i].revents != 0) consoles[i]->Flush();
@@ -677,6 +694,12 @@ int Supervisor::PollTimeoutMs() const {
     milliseconds check = until(next_heartbeat_check_);
     wait = wait ? std::min(*wait, check) : check;
   }
+  for (const Worker& worker : workers_) {
+    for (const OutputTee* tee : {worker.out.get(), worker.err.get()}) {
+      std::optional<Clock::time_point> tick = tee != nullptr ? tee->NextTick() : std::nullopt;
+      if (tick) wait = wait ? std::min(*wait, until(*tick)) : until(*tick);
+    }
+  }
   if (!wait) return -1;
   return static_cast<int>(std::min(wait->count(), int64_t{60'000}));
 }
@@ -730,6 +753,29 @@ bool StopsTheRun(WorkerFailure& failure, int restarts, const SupervisorOptions& 
   return false;
 }
 
+// The attempt's folders in the run folder, made before any of its workers starts, so a full disk
+// is found here and not half-way through spawning. A full disk (ENOSPC, EDQUOT) is exit 78
+// naming the run folder; the caller keeps the last failure instead on a restart.
+Status PrepareAttemptFolders(const SupervisorOptions& options,
+                             const std::vector<WorkerSpec>& workers, int restart) {
+  std::vector<std::string> dirs;
+  if (options.hang_timeout.count() > 0) dirs.push_back(options.run_dir + "/heartbeat");
+  for (const WorkerSpec& worker : workers) {
+    dirs.push_back(options.run_dir + "/attempt_" + std::to_string(restart) + "/rank_" +
+                   std::to_string(worker.rank));
+  }
+  for (const std::string& dir : dirs) {
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (!error) continue;
+    Status failed = ErrnoError("mkdir", dir, error.value());
+    if (error.value() != ENOSPC && error.value() != EDQUOT) return failed.WithContext("run folder");
+    return InvalidArgumentError("run folder " + options.run_dir + ": the disk is full (" +
+                                failed.message() + "); free space there or set HETRUN_RUN_BASE");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const WorkerSpecsFn& specs) {
@@ -752,6 +798,14 @@ Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const Work
   std::string last_abort;
   for (int restart = 0;; ++restart) {
     HETRUN_ASSIGN_OR_RETURN(std::vector<WorkerSpec> workers, specs(restart));
+    if (Status room = PrepareAttemptFolders(options, workers, restart); !room.ok()) {
+      if (restart == 0) return room;
+      // The last failure stays the outcome (its code, 75 most often, and its reason).
+      spdlog::error("not restarting: {}", room.message());
+      outcome.failure.not_restarted = room.message();
+      outcome.exit_code = outcome.failure.exit_code;
+      return outcome;
+    }
     Supervisor supervisor(options, *signals, reaper, consoles);
     if (restart > 0) {
       HETRUN_ASSIGN_OR_RETURN(int signal, supervisor.PendingShutdownSignal());

@@ -94,6 +94,10 @@ struct SupervisorOptions {
   /// go to <stream_log_dir>/attempt_<n>/<local_rank>/{stdout,stderr}.log, torchrun's layout.
   StreamMask tee_streams;
   StreamMask redirect_streams;
+  /// stream_log_dir is below stream_log_root (--log-dir, made as given, or the user's private run
+  /// base); the folders from there on are made 0700 and must be this user's (private_dir.h), the
+  /// files are opened without following symlinks.
+  std::string stream_log_root;
   std::string stream_log_dir;
   /// --local-ranks-filter: only these local ranks reach the console; empty = every one.
   std::vector<int> console_local_ranks;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "hetrun/base/input_file.h"
+#include "hetrun/base/shown_text.h"
 
 namespace hetrun::launcher {
 namespace {
@@ -16,11 +17,12 @@ std::string_view Trim(std::string_view text) {
   return text;
 }
 
-// Lines longer than this are cut: a frame's source line can be anything.
+// Lines longer than this are cut (between characters, controls escaped: base/shown_text.h): a
+// frame's source line can be anything.
 constexpr size_t kMaxLine = 240;
 
 std::string Cut(std::string_view text) {
-  return std::string(text.substr(0, kMaxLine));
+  return ShownText(text, kMaxLine);
 }
 
 }  // namespace
@@ -70,11 +72,11 @@ std::optional<WorkerErrorReport> ReadWorkerErrorFile(const std::string& path) {
   WorkerErrorReport report;
   const nlohmann::json& message = root["message"];
   if (message.is_string()) {
-    report.message = Cut(message.get<std::string>());
+    report.message = ShownText(message.get<std::string>(), kMaxLine, /*keep_newlines=*/true);
   } else if (message.is_object()) {
     auto text_it = message.find("message");
     if (text_it != message.end() && text_it->is_string()) {
-      report.message = text_it->get<std::string>().substr(0, 1024);
+      report.message = ShownText(text_it->get<std::string>(), 1024, /*keep_newlines=*/true);
     }
     auto extra = message.find("extraInfo");
     if (extra != message.end() && extra->is_object()) {

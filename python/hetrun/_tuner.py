@@ -19,9 +19,14 @@ from hetrun._timing import CpuStepClock, CudaStepClock
 _REDUCTIONS = ("mean", "sum")
 
 
+_MAX_COUNT = 2**40  # the core's bound on counts (a batch, a window): int64 arithmetic stays exact
+
+
 def _positive_int(name: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"hetrun.Tuner: {name}={value!r} must be an integer >= {minimum}")
+    if value > _MAX_COUNT:
+        raise ValueError(f"hetrun.Tuner: {name}={value!r} must be an integer <= 2^40")
     return value
 
 

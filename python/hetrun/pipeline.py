@@ -24,6 +24,8 @@ the JSON path, the option or the stage), RuntimeError for other failures (naming
 
 from __future__ import annotations
 
+import math
+import operator
 import os
 from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -55,17 +57,36 @@ __all__ = [
 _FIELDS = ("stage", "first_layer", "layers", "forward_ms", "backward_ms")
 
 
+def _whole(figure: Mapping, key: str, index: int) -> int:
+    """figure[key] as an int when it is a whole number (1, 1.0 as an all-gather of floats gives,
+    a one-element tensor); ValueError for 1.9 or True instead of truncating."""
+    value = figure[key]
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if number.is_integer():
+            return int(number)
+    raise ValueError(f"stage_window: figure {index}: {key}={value!r} is not a whole number")
+
+
 def stage_window(figures: Iterable[Mapping], stages: int) -> List[StageMeasurement]:
     """Every rank's figure of one window (all-gathered dicts with stage, first_layer, layers,
     forward_ms, backward_ms and optionally layer_ms) -> one StageMeasurement per stage, in stage
     order: each stage's slowest replica (largest forward + backward), as the C++ trainer does.
-    ValueError names a figure without a field or a stage nobody measured."""
+    ValueError names a figure without a field, one whose stage or layers are not whole numbers,
+    or a stage nobody measured."""
     slowest: dict = {}
     for index, figure in enumerate(figures):
         missing = [f for f in _FIELDS if f not in figure]
         if missing:
             raise ValueError(f"stage_window: figure {index} has no {', '.join(missing)}")
-        stage = int(figure["stage"])
+        stage, _, _ = (_whole(figure, key, index) for key in ("stage", "first_layer", "layers"))
         if not 0 <= stage < stages:
             raise ValueError(f"stage_window: figure {index} names stage {stage}, "
                              f"the pipeline has {stages}")

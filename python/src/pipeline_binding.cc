@@ -148,7 +148,7 @@ void BindLayoutFunctions(py::module_& m) {
         ThrowIfError(pipeline::WriteJobLayoutFile(layout, path));
       },
       py::arg("layout"), py::arg("path"),
-      "Validates `layout` and writes it to `path` atomically (PATH.tmp, then rename).");
+      "Validates `layout` and writes it to `path` atomically (a unique temporary, fsync, rename).");
   m.def(
       "write_moved_layout",
       [](const JobLayout& layout, const std::string& layout_path, const std::string& state_path,
@@ -331,8 +331,10 @@ void BindMeasurementLog(py::module_& m) {
           "HETRUN_RUN_DIR), the file `hetrun run` merges into measurements.json; attempt from "
           "TORCHELASTIC_RESTART_COUNT (a restarted worker keeps earlier attempts' windows).")
       .def("append", &Append, py::arg("window"),
-           "Appends one window and rewrites the file atomically. ValueError for a non-finite or "
-           "negative time; False with a RuntimeWarning when the file cannot be written (the log "
+           "Appends one window and rewrites the file atomically. ValueError (nothing appended) for "
+           "any window the reader refuses: a non-finite or negative time, a negative index or "
+           "count, layers outside the model; False with a RuntimeWarning when the file cannot be "
+           "written (the log "
            "stops writing, training goes on).")
       .def_property_readonly("measurements", &MeasurementLog::measurements,
                              "The windows logged so far (Measurements).")

@@ -3,6 +3,7 @@
 #include <cassert>
 #include <sstream>
 
+#include "hetrun/base/shown_text.h"
 #include "hetrun/base/units.h"
 
 extern char** environ;  // NOLINT: POSIX; read only in Environment::FromProcess().
@@ -29,9 +30,7 @@ bool MatchesPattern(std::string_view pattern, std::string_view name) {
 }
 
 std::string BadValue(std::string_view name, std::string_view value, const Status& why) {
-  std::string shown(value.substr(0, 64));
-  return std::string(name) + "='" + shown + (value.size() > 64 ? "...'" : "'") +
-         " (environment): " + why.message();
+  return std::string(name) + "='" + ShownText(value, 64) + "'" + " (environment): " + why.message();
 }
 
 template <typename T, typename Parse>

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "hetrun/plan/model_spec.h"
+
 namespace hetrun::pipeline {
 
 std::string_view ScheduleKindName(ScheduleKind kind) {
@@ -61,11 +63,22 @@ Status CheckStageReplicas(const StageLayout& stage, const std::string& where) {
 }
 
 Status CheckLayers(const JobLayout& layout, const std::string& prefix) {
+  if (layout.num_layers < 1 || layout.num_layers > plan::kMaxModelLayers) {
+    return InvalidArgumentError(
+        prefix + "the model has " + std::to_string(layout.num_layers) + " layers, " +
+        (layout.num_layers < 1 ? std::string("fewer than 1")
+                               : "more than " + std::to_string(plan::kMaxModelLayers)));
+  }
   int64_t next = 0;
   for (size_t s = 0; s < layout.stages.size(); ++s) {
     const StageLayout& stage = layout.stages[s];
     std::string where = prefix + "stage " + std::to_string(s);
     if (stage.layers < 1) return InvalidArgumentError(where + " holds no layers");
+    if (stage.layers > layout.num_layers) {  // also keeps `next` below from wrapping
+      return InvalidArgumentError(where + " holds " + std::to_string(stage.layers) +
+                                  " layers, more than the model's " +
+                                  std::to_string(layout.num_layers));
+    }
     if (stage.first_layer != next) {
       return InvalidArgumentError(
           where + " starts at layer " + std::to_string(stage.first_layer) + " but " +
@@ -75,6 +88,7 @@ Status CheckLayers(const JobLayout& layout, const std::string& prefix) {
           (stage.first_layer < next ? " (overlap)" : " (gap)"));
     }
     next = stage.first_layer + stage.layers;
+    if (next > layout.num_layers) break;  // reported below as coverage
   }
   if (next != layout.num_layers) {
     return InvalidArgumentError(prefix + "the stages cover layers [0, " + std::to_string(next) +
@@ -93,6 +107,10 @@ Status CheckLayers(const JobLayout& layout, const std::string& prefix) {
 Status CheckRevisionAndCosts(const JobLayout& layout, const std::string& prefix) {
   if (layout.revision < 0) {
     return InvalidArgumentError(prefix + "revision must be >= 0, got " +
+                                std::to_string(layout.revision));
+  }
+  if (layout.revision > kMaxLayoutRevision) {
+    return InvalidArgumentError(prefix + "revision must be in [0, 2^40], got " +
                                 std::to_string(layout.revision));
   }
   if (layout.layer_costs.empty()) return Status::Ok();

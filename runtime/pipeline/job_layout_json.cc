@@ -5,6 +5,7 @@
 #include "hetrun/base/atomic_file.h"
 #include "hetrun/base/input_file.h"
 #include "hetrun/pipeline/job_layout.h"
+#include "hetrun/plan/model_spec.h"
 
 namespace hetrun::pipeline {
 namespace {
@@ -25,6 +26,22 @@ Result<int64_t> IntegerField(const json& object, std::string_view source, const 
   }
   if (!it->is_number_integer()) return FieldError(source, path + "." + key, "must be an integer");
   return it->get<int64_t>();
+}
+
+// An integer field in [min, max]; the error names the bounds and the value as written.
+Result<int64_t> BoundedField(const json& object, std::string_view source, const std::string& path,
+                             const char* key, std::optional<int64_t> fallback, int64_t min,
+                             int64_t max) {
+  HETRUN_ASSIGN_OR_RETURN(int64_t value, IntegerField(object, source, path, key, fallback));
+  auto it = object.find(key);
+  const bool too_big = it != object.end() && it->is_number_unsigned() &&
+                       it->get<uint64_t>() > static_cast<uint64_t>(max);
+  if (too_big || value < min || value > max) {
+    return FieldError(source, path + "." + key,
+                      "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                          "], got " + it->dump());
+  }
+  return value;
 }
 
 // The optional per-replica lists of a stage: families ("" each) and shares (equal).
@@ -54,9 +71,11 @@ Status ParseReplicaLists(const json& entry, std::string_view source, const std::
 Result<StageLayout> ParseStage(const json& entry, std::string_view source, const std::string& at) {
   if (!entry.is_object()) return FieldError(source, at, "must be an object");
   StageLayout stage;
-  Result<int64_t> first = IntegerField(entry, source, at, "first_layer", std::nullopt);
+  Result<int64_t> first =
+      BoundedField(entry, source, at, "first_layer", std::nullopt, 0, plan::kMaxModelLayers - 1);
   if (!first.ok()) return first.status();
-  Result<int64_t> layers = IntegerField(entry, source, at, "layers", std::nullopt);
+  Result<int64_t> layers =
+      BoundedField(entry, source, at, "layers", std::nullopt, 1, plan::kMaxModelLayers);
   if (!layers.ok()) return layers.status();
   stage.first_layer = *first;
   stage.layers = *layers;
@@ -65,8 +84,12 @@ Result<StageLayout> ParseStage(const json& entry, std::string_view source, const
     return FieldError(source, at + ".ranks", "must be an array of ranks");
   }
   for (const json& r : *ranks) {
-    if (!r.is_number_integer()) return FieldError(source, at + ".ranks", r.dump() + " is no rank");
-    stage.ranks.push_back(r.get<int>());
+    // Only integers in [0, kMaxLayoutRanks): 4294967296 must not wrap to rank 0.
+    const bool rank = r.is_number_unsigned() ? r.get<uint64_t>() < kMaxLayoutRanks
+                                             : r.is_number_integer() && r.get<int64_t>() >= 0 &&
+                                                   r.get<int64_t>() < int64_t{1} << 20;
+    if (!rank) return FieldError(source, at + ".ranks", r.dump() + " is no rank");
+    stage.ranks.push_back(static_cast<int>(r.get<int64_t>()));
   }
   Status extras = ParseReplicaLists(entry, source, at, stage);
   if (!extras.ok()) return extras;
@@ -75,7 +98,7 @@ Result<StageLayout> ParseStage(const json& entry, std::string_view source, const
 
 // The optional revision (default 0) and layer_costs (numbers; ValidateJobLayout checks the rest).
 Status ParseRevisionAndCosts(const json& root, std::string_view source, JobLayout& layout) {
-  Result<int64_t> revision = IntegerField(root, source, "$", "revision", 0);
+  Result<int64_t> revision = BoundedField(root, source, "$", "revision", 0, 0, kMaxLayoutRevision);
   if (!revision.ok()) return revision.status();
   layout.revision = *revision;
   if (auto costs = root.find("layer_costs"); costs != root.end()) {
@@ -91,13 +114,15 @@ Status ParseRevisionAndCosts(const json& root, std::string_view source, JobLayou
 }
 
 Status ParseTop(const json& root, std::string_view source, JobLayout& layout) {
-  Result<int64_t> layers = IntegerField(root, source, "$", "num_layers", std::nullopt);
+  Result<int64_t> layers =
+      BoundedField(root, source, "$", "num_layers", std::nullopt, 1, plan::kMaxModelLayers);
   if (!layers.ok()) return layers.status();
   layout.num_layers = *layers;
-  Result<int64_t> micro = IntegerField(root, source, "$", "micro_batches", 1);
+  Result<int64_t> micro = BoundedField(root, source, "$", "micro_batches", 1, 1, 1 << 20);
   if (!micro.ok()) return micro.status();
   layout.micro_batches = *micro;
-  Result<int64_t> min_share = IntegerField(root, source, "$", "min_share", 1);
+  Result<int64_t> min_share =
+      BoundedField(root, source, "$", "min_share", 1, 1, kMaxLayoutRevision);
   if (!min_share.ok()) return min_share.status();
   layout.min_share = *min_share;
   if (auto kind = root.find("schedule"); kind != root.end()) {

@@ -13,6 +13,7 @@
 #include "hetrun/base/atomic_file.h"
 #include "hetrun/base/input_file.h"
 #include "hetrun/base/units.h"
+#include "hetrun/plan/model_spec.h"
 
 namespace hetrun::pipeline {
 namespace {
@@ -33,14 +34,16 @@ struct Place {
 constexpr int64_t kMaxCount = int64_t{1} << 40;
 
 Result<int64_t> Integer(const json& object, const Place& at, const char* key, int64_t min,
-                        std::optional<int64_t> fallback) {
+                        std::optional<int64_t> fallback, int64_t max = kMaxCount) {
   auto it = object.find(key);
   if (it == object.end()) {
     if (fallback) return *fallback;
     return at.Key(key).Error("is missing");
   }
-  if (!it->is_number_integer() || it->get<int64_t>() < min || it->get<int64_t>() > kMaxCount) {
-    return at.Key(key).Error("must be an integer in [" + std::to_string(min) + ", 2^40]");
+  if (!it->is_number_integer() || it->get<int64_t>() < min || it->get<int64_t>() > max ||
+      (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(max))) {
+    return at.Key(key).Error("must be an integer in [" + std::to_string(min) + ", " +
+                             (max == kMaxCount ? std::string("2^40") : std::to_string(max)) + "]");
   }
   return it->get<int64_t>();
 }
@@ -88,7 +91,9 @@ Result<WindowMeasurement> ParseWindow(const json& entry, const Place& at, int64_
   return w;
 }
 
-Result<RankMeasurements> ParseRank(const json& entry, const Place& at, int64_t num_layers) {
+// `dropped` null: a bad window fails the rank; else it is left out and named there.
+Result<RankMeasurements> ParseRank(const json& entry, const Place& at, int64_t num_layers,
+                                   std::vector<std::string>* dropped) {
   if (!entry.is_object()) return at.Error("must be an object");
   RankMeasurements rank;
   HETRUN_ASSIGN_OR_RETURN(int64_t r, Integer(entry, at, "rank", 0, std::nullopt));
@@ -109,15 +114,21 @@ Result<RankMeasurements> ParseRank(const json& entry, const Place& at, int64_t n
     return at.Key("windows").Error("must be an array of windows");
   }
   for (size_t w = 0; w < windows->size(); ++w) {
-    HETRUN_ASSIGN_OR_RETURN(WindowMeasurement window,
-                            ParseWindow((*windows)[w], at.Key("windows").Index(w), num_layers));
-    rank.windows.push_back(std::move(window));
+    Result<WindowMeasurement> window =
+        ParseWindow((*windows)[w], at.Key("windows").Index(w), num_layers);
+    if (!window.ok() && dropped != nullptr) {
+      dropped->push_back(window.status().message());
+      continue;
+    }
+    if (!window.ok()) return window.status();
+    rank.windows.push_back(std::move(*window));
   }
   return rank;
 }
 
 Status ParseModel(const json& root, const Place& at, Measurements& out) {
-  HETRUN_ASSIGN_OR_RETURN(out.num_layers, Integer(root, at, "num_layers", 1, std::nullopt));
+  HETRUN_ASSIGN_OR_RETURN(out.num_layers,
+                          Integer(root, at, "num_layers", 1, std::nullopt, plan::kMaxModelLayers));
   HETRUN_ASSIGN_OR_RETURN(out.micro_batches, Integer(root, at, "micro_batches", 1, 1));
   if (auto names = root.find("layer_names"); names != root.end()) {
     if (!names->is_array() || static_cast<int64_t>(names->size()) != out.num_layers) {
@@ -178,7 +189,10 @@ std::string MeasurementsJson(const Measurements& m) {
   return root.dump(1) + "\n";
 }
 
-Result<Measurements> ParseMeasurements(std::string_view json_text, std::string_view source) {
+namespace {
+
+Result<Measurements> Parse(std::string_view json_text, std::string_view source,
+                           std::vector<std::string>* dropped) {
   HETRUN_RETURN_IF_ERROR(CheckJsonDepth(json_text, kMaxJsonDepth, source));
   json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) {
@@ -206,7 +220,8 @@ Result<Measurements> ParseMeasurements(std::string_view json_text, std::string_v
   std::set<int> seen;
   for (size_t r = 0; r < ranks->size(); ++r) {
     const Place at = top.Key("ranks").Index(r);
-    HETRUN_ASSIGN_OR_RETURN(RankMeasurements rank, ParseRank((*ranks)[r], at, out.num_layers));
+    HETRUN_ASSIGN_OR_RETURN(RankMeasurements rank,
+                            ParseRank((*ranks)[r], at, out.num_layers, dropped));
     if (!seen.insert(rank.rank).second) {
       return at.Key("rank").Error("rank " + std::to_string(rank.rank) + " appears twice");
     }
@@ -215,10 +230,29 @@ Result<Measurements> ParseMeasurements(std::string_view json_text, std::string_v
   return out;
 }
 
+}  // namespace
+
+Result<Measurements> ParseMeasurements(std::string_view json_text, std::string_view source) {
+  return Parse(json_text, source, nullptr);
+}
+
+Result<Measurements> ParseMeasurementsKeepingWindows(std::string_view json_text,
+                                                     std::string_view source,
+                                                     std::vector<std::string>& dropped) {
+  return Parse(json_text, source, &dropped);
+}
+
 Result<Measurements> LoadMeasurements(const std::string& path) {
   HETRUN_ASSIGN_OR_RETURN(std::string text,
                           ReadRegularFile(path, kMaxJsonInputBytes, "measurements file"));
   return ParseMeasurements(text, path);
+}
+
+Result<Measurements> LoadMeasurementsKeepingWindows(const std::string& path,
+                                                    std::vector<std::string>& dropped) {
+  HETRUN_ASSIGN_OR_RETURN(std::string text,
+                          ReadRegularFile(path, kMaxJsonInputBytes, "measurements file"));
+  return ParseMeasurementsKeepingWindows(text, path, dropped);
 }
 
 Result<Measurements> MergeMeasurements(std::span<const Measurements> parts,
@@ -306,7 +340,8 @@ std::vector<WindowMeasurement> EarlierWindows(const std::string& path, const Mea
                                               const RankMeasurements& rank, int64_t attempt) {
   std::vector<WindowMeasurement> kept;
   if (path.empty() || attempt == 0) return kept;
-  Result<Measurements> earlier = LoadMeasurements(path);
+  std::vector<std::string> dropped;  // a window the reader refuses costs only that window
+  Result<Measurements> earlier = LoadMeasurementsKeepingWindows(path, dropped);
   if (!earlier.ok() || !SameModel(*earlier, model) || earlier->ranks.size() != 1) return kept;
   const RankMeasurements& mine = earlier->ranks.front();
   if (mine.rank != rank.rank || mine.stage != rank.stage || mine.replica != rank.replica) {
@@ -370,9 +405,15 @@ Status MeasurementLog::Append(const WindowMeasurement& window) {
     return InvalidArgumentError("measurement of window " + std::to_string(window.window) +
                                 ": times must be finite and >= 0");
   }
+  WindowMeasurement stamped = window;
+  stamped.attempt = attempt_;
+  // Exactly what the reader accepts: the window as it will be written, read back.
+  const std::string source = "measurement of window " + std::to_string(window.window);
+  const Place at{source, "$"};
+  Result<WindowMeasurement> readable = ParseWindow(WindowJson(stamped), at, data_.num_layers);
+  if (!readable.ok()) return readable.status();
   std::vector<WindowMeasurement>& windows = data_.ranks.front().windows;
-  windows.push_back(window);
-  windows.back().attempt = attempt_;
+  windows.push_back(std::move(stamped));
   if (windows.size() > kMaxMeasuredWindows) windows.erase(windows.begin());
   if (path_.empty()) return Status::Ok();
   const std::string dir = path_.substr(0, path_.rfind('/'));

@@ -77,11 +77,11 @@ double Median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-// Adds one window's stage speeds and layer costs to the sums of a fit. Without layer times a
-// stage's speed is its prior cost over its measured time. With them, the layer times are scaled
-// to add up to the stage's time (overheads spread in proportion), the speed is the median over
-// its layers of prior cost / layer time (a few layers whose prior is wrong, an embedding or an
-// output layer, do not move it), and each layer's cost is speed x its time.
+// One window's stage speeds and layer costs, added into `sums` (zeros: the window's own fit).
+// Without layer times a stage's speed is its prior cost over its measured time. With them, the
+// layer times are scaled to add up to the stage's time (overheads spread in proportion), the speed
+// is the median over its layers of prior cost / layer time (a few layers whose prior is wrong, an
+// embedding or an output layer, do not move it), and each layer's cost is speed x its time.
 void AddWindow(std::span<const double> prior, std::span<const StageMeasurement> window,
                SpeedFit& sums) {
   for (size_t s = 0; s < window.size(); ++s) {
@@ -109,6 +109,22 @@ void AddWindow(std::span<const double> prior, std::span<const StageMeasurement> 
           std::max(speed * scale * m.layer_ms[l], 1e-6 * prior[first + l]);
     }
   }
+}
+
+// Per stage speed and per layer cost, the median over the windows' fits: one implausible window
+// (a 1 ms stage among 30 ms ones) cannot move them, as it would move a mean.
+SpeedFit MedianFit(const std::vector<SpeedFit>& each) {
+  SpeedFit fit;
+  std::vector<double> values(each.size());
+  for (size_t s = 0; s < each.front().stage_speeds.size(); ++s) {
+    for (size_t w = 0; w < each.size(); ++w) values[w] = each[w].stage_speeds[s];
+    fit.stage_speeds.push_back(Median(values));
+  }
+  for (size_t l = 0; l < each.front().layer_costs.size(); ++l) {
+    for (size_t w = 0; w < each.size(); ++w) values[w] = each[w].layer_costs[l];
+    fit.layer_costs.push_back(Median(values));
+  }
+  return fit;
 }
 
 }  // namespace
@@ -153,9 +169,7 @@ Result<SpeedFit> FitSpeeds(std::span<const double> prior_costs,
                            std::span<const std::vector<StageMeasurement>> windows) {
   if (windows.empty()) return InvalidArgumentError("no measured windows to fit speeds from");
   const size_t stages = windows.front().size();
-  SpeedFit sums;
-  sums.stage_speeds.assign(stages, 0.0);
-  sums.layer_costs.assign(prior_costs.size(), 0.0);
+  std::vector<SpeedFit> each;  // one fit per window
   for (size_t w = 0; w < windows.size(); ++w) {
     std::vector<int64_t> counts = CountsOf(windows[w]);
     if (windows[w].size() != stages || std::accumulate(counts.begin(), counts.end(), int64_t{0}) !=
@@ -168,12 +182,11 @@ Result<SpeedFit> FitSpeeds(std::span<const double> prior_costs,
     }
     Status valid = CheckWindow(windows[w], counts);
     if (!valid.ok()) return valid.WithContext("window " + std::to_string(w));
-    AddWindow(prior_costs, windows[w], sums);
+    SpeedFit one{std::vector<double>(stages, 0.0), std::vector<double>(prior_costs.size(), 0.0)};
+    AddWindow(prior_costs, windows[w], one);
+    each.push_back(std::move(one));
   }
-  const auto n = static_cast<double>(windows.size());
-  for (double& speed : sums.stage_speeds) speed /= n;
-  for (double& cost : sums.layer_costs) cost /= n;
-  return sums;
+  return MedianFit(each);
 }
 
 Result<plan::PipelinePlan> PlanFromFit(const SpeedFit& fit, int64_t micro_batches,

@@ -131,5 +131,38 @@ TEST(HostileInputTest, CraftedElfWithManyWrappersAndRelocationsIsChecked) {
   EXPECT_NE(r.exit_code, 70) << r.err;
 }
 
+TEST(HostileInputTest, PlanMeasuredWithAHugeOrWrappingLayoutIsExit78NotAnAbort) {
+  // Issue 28 item 9: 202 bytes claiming 2^40 layers aborted with bad_alloc (134); an int64 sum
+  // that wraps aborted with length_error. Bound like the model file: 4096 layers.
+  testing::TempDir dir;
+  const std::string measured =
+      dir.WriteFile("measurements.json",
+                    R"({"num_layers": 2, "ranks": [{"rank": 0, "stage": 0, "windows": []}]})");
+  const std::string huge = dir.WriteFile("huge.json", R"({"num_layers": 1099511627776,
+                       "stages": [{"first_layer": 0, "layers": 1099511627776, "ranks": [0]}]})");
+  ProcessResult r = Hetrun({"plan", "--measured", measured, "--plan", huge});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 78) << r.err;
+  EXPECT_NE(r.err.find(huge + ": $.num_layers: must be an integer in [1, 4096]"), std::string::npos)
+      << r.err;
+  const std::string wrapping = dir.WriteFile("wrap.json", R"({"num_layers": -9223372036854775807,
+                       "stages": [{"first_layer": 0, "layers": 4611686018427387904, "ranks": [0]},
+                                  {"first_layer": 4611686018427387904,
+                                   "layers": 4611686018427387905, "ranks": [1]}]})");
+  ProcessResult w = Hetrun({"plan", "--measured", measured, "--plan", wrapping});
+  EXPECT_FALSE(w.timed_out);
+  EXPECT_EQ(w.exit_code, 78) << w.err;
+  EXPECT_NE(w.err.find(wrapping + ": $.num_layers"), std::string::npos) << w.err;
+  const std::string many = dir.WriteFile(
+      "many.json", R"({"num_layers": 100000, "ranks": [{"rank": 0, "stage": 0, "windows": []}]})");
+  const std::string two = dir.WriteFile(
+      "two.json",
+      R"({"num_layers": 2, "stages": [{"first_layer": 0, "layers": 2, "ranks": [0]}]})");
+  ProcessResult m = Hetrun({"plan", "--measured", many, "--plan", two});
+  EXPECT_EQ(m.exit_code, 78) << m.err;
+  EXPECT_NE(m.err.find(many + ": $.num_layers: must be an integer in [1, 4096]"), std::string::npos)
+      << m.err;
+}
+
 }  // namespace
 }  // namespace hetrun

@@ -57,6 +57,33 @@ TEST(RunOutputTest, TeePrefixesWholeLinesOfEveryRank) {
   }
 }
 
+// Issue 28 item 4: a progress bar ('\r' updates) and a prompt without a newline reached the
+// console only with the worker's next newline (tqdm: all at once at the end). The worker waits
+// for the test to see each one before it goes on; it never writes a newline until the end.
+TEST(RunOutputTest, ProgressBarsAndQuietPartialLinesReachTheConsoleWhileTheWorkerRuns) {
+  TempDir dir;
+  const std::string seen = dir.path() + "/seen";
+  const std::string script = "printf ' 10%%|#\\r'; i=0; while [ ! -e " + seen +
+                             "1 ] && [ $i -lt 600 ]; do sleep 0.1; "
+                             "i=$((i+1)); done; printf 'Continue? '; i=0; while [ ! -e " +
+                             seen +
+                             "2 ] && [ $i -lt 600 ]; "
+                             "do sleep 0.1; i=$((i+1)); done; echo yes";
+  HetrunProcess bar(
+      {"run", "--nproc-per-node", "1", "--prefix-ranks", "--", "/bin/sh", "-c", script},
+      HetrunEnv(dir.path()), dir.path(), "bar");
+  EXPECT_TRUE(testing::WaitUntil([&] { return Contains(bar.out(), "[rank 0]  10%|#\r"); },
+                                 std::chrono::seconds(50)))
+      << "the '\\r' segment did not arrive while the worker ran: " << bar.out();
+  std::filesystem::create_directories(seen + "1");
+  EXPECT_TRUE(testing::WaitUntil([&] { return Contains(bar.out(), "[rank 0] Continue? "); },
+                                 std::chrono::seconds(50)))
+      << "the quiet partial line did not arrive: " << bar.out();
+  std::filesystem::create_directories(seen + "2");
+  ASSERT_EQ(bar.Wait(), 0) << bar.err();
+  EXPECT_TRUE(Contains(bar.out(), "[rank 0] Continue? yes\n")) << bar.out();
+}
+
 TEST(RunOutputTest, CpuBindSpreadDealsHetrunsCpusToTheLocalRanks) {
   Result<std::vector<int>> cpus = launcher::AllowedCpus();
   ASSERT_TRUE(cpus.ok()) << cpus.status().ToString();

@@ -3,6 +3,8 @@
 // there with torchrun's meaning; a real torchrun (when the test Python has torch) is the
 // reference for the list of names.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -100,7 +102,8 @@ class TorchrunCliTest : public ::testing::Test {
 
 TEST_F(TorchrunCliTest, TorchrunCommandLinesGiveEveryWorkerTorchrunsVariables) {
   const std::vector<Case> cases = {
-      {{"--standalone", "--nnodes=1", "--nproc-per-node=2", "WORKER", "--lr", "0.1"},
+      {{"--standalone", "--nnodes=1", "--nproc-per-node=2", "--rdzv-id=none", "WORKER", "--lr",
+        "0.1"},
        "default",
        "none",
        "0",
@@ -183,6 +186,54 @@ TEST_F(TorchrunCliTest, TorchrunCommandLinesGiveEveryWorkerTorchrunsVariables) {
   }
 }
 
+// Issue 28 item 1: torchrun's "stacked single-node" form, --rdzv-endpoint=localhost:0, exited 64
+// ("'0' is outside [1, 65535]"); port 0 means a free port, on one node.
+TEST_F(TorchrunCliTest, PortZeroInTheEndpointOrMasterPortIsAFreePortOnOneNode) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--nnodes=1", "--nproc-per-node=2", "--rdzv-backend=c10d",
+            "--rdzv-endpoint=localhost:0", "WORKER"},
+           {"run", "--nproc-per-node", "2", "--master-port", "0", "--", "python3", "WORKER"},
+       }) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    int code = -1;
+    WorkerDump dump = Run(args, &code);
+    ASSERT_EQ(code, 0) << last_err_;
+    ASSERT_EQ(dump.env.size(), 2u);
+    const int port = std::atoi(dump.env[0]["MASTER_PORT"].c_str());
+    EXPECT_GT(port, 0) << dump.env[0]["MASTER_PORT"];
+    EXPECT_LE(port, 65535);
+    EXPECT_EQ(dump.env[1]["MASTER_PORT"], dump.env[0]["MASTER_PORT"]) << "one port for the job";
+  }
+  int code = -1;
+  WorkerDump dump = Run({"--nnodes=2", "--node-rank=0", "--nproc-per-node=1",
+                         "--rdzv-endpoint=localhost:0", "WORKER"},
+                        &code);
+  EXPECT_EQ(code, 64) << last_err_;
+  EXPECT_NE(last_err_.find("port 0 (a free port) needs one node"), std::string::npos) << last_err_;
+  EXPECT_TRUE(dump.env.empty());
+}
+
+// Issue 28 item 5: every --standalone job had TORCHELASTIC_RUN_ID=none, so two at once shared it;
+// torchrun gives each a fresh UUID. An explicit --rdzv-id / --run-id is kept.
+TEST_F(TorchrunCliTest, EachStandaloneJobGetsAFreshRunId) {
+  std::set<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    int code = -1;
+    WorkerDump dump = Run({"--standalone", "--nproc-per-node=1", "WORKER"}, &code);
+    ASSERT_EQ(code, 0) << last_err_;
+    const std::string id = dump.env[0]["TORCHELASTIC_RUN_ID"];
+    ASSERT_EQ(id.size(), 36u) << id;
+    for (size_t at : {8, 13, 18, 23}) EXPECT_EQ(id[at], '-') << id;
+    EXPECT_EQ(id[14], '4') << "a version 4 UUID: " << id;
+    ids.insert(id);
+  }
+  EXPECT_EQ(ids.size(), 2u) << "two jobs, two ids";
+  int code = -1;
+  WorkerDump named = Run({"--standalone", "--rdzv-id=mine", "--nproc-per-node=1", "WORKER"}, &code);
+  ASSERT_EQ(code, 0) << last_err_;
+  EXPECT_EQ(named.env[0]["TORCHELASTIC_RUN_ID"], "mine");
+}
+
 TEST_F(TorchrunCliTest, APythonFileAloneIsRunLikeTorchrunDoes) {
   int code = -1;
   WorkerDump dump = Run({"WORKER", "--lr", "0.1"}, &code);  // `hetrun train.py --lr 0.1`
@@ -257,6 +308,48 @@ TEST_F(TorchrunCliTest, TeeRedirectsAndRankFilterFollowTorchrunsLogLayout) {
     EXPECT_EQ(testing::ReadFile(dir + "/stdout.log"), "out-" + std::to_string(r) + "\n");
     EXPECT_EQ(testing::ReadFile(dir + "/stderr.log"), "err-" + std::to_string(r) + "\n");
   }
+}
+
+// Issue 28 item 6: without --log-dir the stream logs went to a shared $TMPDIR/hetrun-logs made
+// with plain mkdir and files opened through symlinks: another user could plant links there (the
+// victim's file overwritten with worker output) and read the logs. Now they go to the user's
+// private run base (HETRUN_RUN_BASE, else $TMPDIR/hetrun-<uid>), in folders of mode 0700.
+TEST_F(TorchrunCliTest, StreamLogsDefaultToAPrivateFolderOfThisUser) {
+  const std::string tmp = dir_.path() + "/tmp";
+  std::filesystem::create_directories(tmp + "/hetrun-logs");  // what another user could plant
+  env_["TMPDIR"] = tmp;
+  HetrunProcess run({"--nproc-per-node", "1", "--tee", "3", "--run-id", "j2", "--no-python",
+                     "/bin/sh", "-c", "echo out"},
+                    env_, dir_.path(), "private");
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_TRUE(std::filesystem::is_empty(tmp + "/hetrun-logs")) << "not the shared folder";
+  const std::string logs = tmp + "/hetrun-" + std::to_string(::geteuid()) + "/logs";
+  ASSERT_TRUE(std::filesystem::is_directory(logs)) << run.err();
+  std::string base;
+  for (const auto& entry : std::filesystem::directory_iterator(logs)) base = entry.path();
+  ASSERT_EQ(base.rfind(logs + "/j2_", 0), 0u) << base;
+  EXPECT_NE(run.err().find(base), std::string::npos) << "the folder is logged";
+  for (const std::string& dir : {logs, base, base + "/attempt_0", base + "/attempt_0/0"}) {
+    struct stat info {};
+    ASSERT_EQ(::lstat(dir.c_str(), &info), 0) << dir;
+    EXPECT_EQ(info.st_mode & 077, 0u) << dir << " is readable by others";
+  }
+  EXPECT_EQ(testing::ReadFile(base + "/attempt_0/0/stdout.log"), "out\n");
+}
+
+TEST_F(TorchrunCliTest, AStreamLogPlantedAsASymlinkIsNotWrittenThrough) {
+  const std::string logs = dir_.path() + "/logs";
+  const std::string victim = dir_.WriteFile("victim", "precious\n");
+  // Attempt 0 plants attempt 1's stdout.log as a link to the victim (what a stranger could do in
+  // a shared folder), then fails transiently; attempt 1 must not write through the link.
+  const std::string plant = "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then d=$(echo " + logs +
+                            "/j3_*)/attempt_1/0; mkdir -p \"$d\"; ln -s " + victim +
+                            " \"$d/stdout.log\"; exit 75; fi; echo out";
+  HetrunProcess run({"--nproc-per-node", "1", "--tee", "1", "--log-dir", logs, "--run-id", "j3",
+                     "--max-restarts", "1", "--no-python", "/bin/sh", "-c", plant},
+                    env_, dir_.path(), "planted");
+  run.Wait();
+  EXPECT_EQ(testing::ReadFile(victim), "precious\n");
 }
 
 /// The variables a real torchrun gives its workers beyond its own environment, when the test

@@ -33,6 +33,8 @@ def test_global_batch_below_group_times_min_share(world_of_one):
 
 @pytest.mark.parametrize("kwargs, named", [
     ({"global_batch": 0}, "global_batch=0"),
+    ({"global_batch": 10**19}, r"global_batch=10000000000000000000 must be an integer <= 2\^40"),
+    ({"global_batch": 8, "window": 2**63}, r"window=9223372036854775808 must be"),
     ({"global_batch": 8, "window": 0}, "window=0"),
     ({"global_batch": 8, "warmup": -1}, "warmup=-1"),
     ({"global_batch": 8, "reduction": "avg"}, "reduction='avg'"),

@@ -71,13 +71,25 @@ def test_a_layout_file_is_read_into_stages_and_written_back_atomically(tmp_path)
     assert hp.parse_job_layout(again.to_json()).to_json() == again.to_json()
 
 
+def test_layout_integers_out_of_range_are_named_not_wrapped():
+    # Issue 28 item 16: ranks [4294967296] read as rank 0; revision 2^63-1 was taken, and then
+    # with_split raised TypeError on revision + 1.
+    layout = dict(LAYOUT, stages=[dict(LAYOUT["stages"][0], ranks=[4294967296, 1]),
+                                  LAYOUT["stages"][1]])
+    with pytest.raises(ValueError, match=r"\$\.stages\[0\]\.ranks: 4294967296 is no rank"):
+        hp.parse_job_layout(json.dumps(layout))
+    with pytest.raises(ValueError, match=r"\$\.revision: must be an integer in \[0, "):
+        hp.parse_job_layout(json.dumps(dict(LAYOUT, revision=2**63 - 1)))
+
+
 def test_layout_errors_name_the_file_the_field_and_the_bad_value(tmp_path):
     with pytest.raises(ValueError, match="no_such.json"):
         hp.load_job_layout(str(tmp_path / "no_such.json"))
     bad = dict(LAYOUT, stages=[dict(LAYOUT["stages"][0], layers=3), LAYOUT["stages"][1]])
     with pytest.raises(ValueError, match=r"plan\.json: .*stage"):
         hp.parse_job_layout(json.dumps(bad), "plan.json")
-    with pytest.raises(ValueError, match=r"plan\.json: revision must be >= 0, got -1"):
+    with pytest.raises(ValueError,
+                       match=r"plan\.json: \$\.revision: must be an integer in \[0, \d+\], got -1"):
         hp.parse_job_layout(json.dumps(dict(LAYOUT, revision=-1)), "plan.json")
     layout = hp.parse_job_layout(json.dumps(LAYOUT))
     with pytest.raises(ValueError, match="schedule"):
@@ -89,7 +101,7 @@ def test_layout_errors_name_the_file_the_field_and_the_bad_value(tmp_path):
     with pytest.raises(ValueError, match="stage"):
         hp.write_job_layout_file(hp.JobLayout(), str(tmp_path / "empty.json"))
     assert not (tmp_path / "empty.json").exists()
-    with pytest.raises(ValueError, match=r"open\(.*no_dir/layout.json.tmp\)"):
+    with pytest.raises(ValueError, match=r"open\(.*no_dir/layout.json.tmp\.\d+\.[0-9a-f]+\)"):
         hp.write_job_layout_file(layout, str(tmp_path / "no_dir" / "layout.json"))
 
 
@@ -200,6 +212,13 @@ def test_helpers_take_the_slowest_replica_and_list_the_moving_layers():
         hp.stage_window(figures[:2], 2)
     with pytest.raises(ValueError, match="figure 0 has no backward_ms"):
         hp.stage_window([{"stage": 0, "first_layer": 0, "layers": 2, "forward_ms": 1}], 1)
+    # Whole numbers only: stage=1.9 was truncated to stage 1 (issue 28 item 16); 1.0 is fine.
+    with pytest.raises(ValueError, match=r"figure 2: stage=1\.9 is not a whole number"):
+        hp.stage_window(figures[:2] + [dict(figures[2], stage=1.9)], 2)
+    with pytest.raises(ValueError, match=r"figure 2: layers=True is not a whole number"):
+        hp.stage_window(figures[:2] + [dict(figures[2], layers=True)], 2)
+    whole = hp.stage_window(figures[:2] + [dict(figures[2], stage=1.0, layers=4.0)], 2)
+    assert whole[1].layers == 4
     assert hp.layer_moves([4, 4, 4], [5, 5, 2]) == [(4, 1, 0), (8, 2, 1), (9, 2, 1)]
     assert hp.layer_moves([2, 2], [2, 2]) == []
     with pytest.raises(ValueError, match="has 4 layers"):
@@ -216,6 +235,13 @@ def test_a_measurement_log_names_bad_input_and_keeps_windows_in_memory(tmp_path)
     assert log.append(good)
     with pytest.raises(ValueError, match="window 1: times must be finite"):
         log.append(hp.WindowMeasurement(window=1, first_layer=2, layers=4, forward_ms=math.inf,
+                                        backward_ms=1.0))
+    # Windows the reader would refuse are refused at append (issue 28 item 12).
+    with pytest.raises(ValueError, match="window -1"):
+        log.append(hp.WindowMeasurement(window=-1, first_layer=2, layers=4, forward_ms=1.0,
+                                        backward_ms=1.0))
+    with pytest.raises(ValueError, match="lie outside the model"):
+        log.append(hp.WindowMeasurement(window=1, first_layer=4, layers=4, forward_ms=1.0,
                                         backward_ms=1.0))
     back = hp.load_measurements(log.path)
     assert [(r.rank, r.stage, r.replica, r.family) for r in back.ranks] == [(2, 1, 0, "hopper")]
@@ -235,7 +261,7 @@ def test_a_measurement_log_names_bad_input_and_keeps_windows_in_memory(tmp_path)
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the folder should be")
     stuck = hp.MeasurementLog(layout, 0, str(blocked / "rank_0.json"))
-    with pytest.warns(RuntimeWarning, match=r"measurements: open\(.*rank_0.json.tmp\)"):
+    with pytest.warns(RuntimeWarning, match=r"measurements: open\(.*rank_0.json.tmp\.\d+\.[0-9a-f]+\)"):
         assert not stuck.append(hp.WindowMeasurement(window=0, first_layer=0, layers=2,
                                                      forward_ms=1, backward_ms=1))
     assert stuck.append(hp.WindowMeasurement(window=1, first_layer=0, layers=2, forward_ms=1,

@@ -106,5 +106,19 @@ TEST(TorchrunArgsTest, StreamMasksReadTorchrunsValues) {
   EXPECT_FALSE(ParseLocalRanks("").ok());
 }
 
+// Issue 28 item 15: the quote of an unknown option was cut at 64 bytes, mid-character, and
+// control characters in it went to the terminal raw.
+TEST(TorchrunArgsTest, AnUnknownOptionIsQuotedWholeCharactersAndEscaped) {
+  const std::string euro = "\xE2\x82\xAC";
+  std::string arg = "--" + std::string(61, 'x') + euro + "more";  // the euro spans bytes 63-65
+  std::string message = ErrorOf({arg});
+  EXPECT_NE(message.find("unknown option '--" + std::string(61, 'x') + "...'"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("\xE2\x82'"), std::string::npos) << "half a character";
+  std::string escape = ErrorOf({"--x\x1b[2J"});
+  EXPECT_NE(escape.find("unknown option '--x\\x1b[2J'"), std::string::npos) << escape;
+  EXPECT_EQ(escape.find('\x1b'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hetrun::launcher

@@ -95,5 +95,78 @@ TEST_F(OutputTeeTest, KeepsTheLastLinesForTheTerminationLog) {
   EXPECT_EQ(tee.Tail(), (std::vector<std::string>{"line 7", "line 8", "line 9"}));
 }
 
+// Issue 28 item 15: a kept line was cut at 512 bytes even inside a UTF-8 character.
+TEST_F(OutputTeeTest, AKeptTailLineIsCutBetweenCharacters) {
+  OutputTee tee(sink_.get(), "[rank 0] ", log_, 1);
+  std::string line = std::string(511, 'a') + "\xE2\x82\xAC" + "\n";
+  tee.Consume(line);
+  EXPECT_EQ(tee.Tail(), (std::vector<std::string>{std::string(511, 'a')}));
+}
+
+// Issue 28 item 4: output was forwarded only at newlines, so progress bars (carriage-return
+// updates) showed all at once at the end. A segment ending in '\r' goes out at once.
+TEST_F(OutputTeeTest, ACarriageReturnForwardsTheSegmentAtOnce) {
+  OutputTee tee(sink_.get(), "[rank 0] ", log_, 2);
+  tee.Consume(" 10%|#\r");
+  EXPECT_EQ(Console(), "[rank 0]  10%|#\r");
+  tee.Consume(" 20%|##\r 100%|#####\n");
+  EXPECT_EQ(Console(), "[rank 0]  10%|#\r[rank 0]  20%|##\r[rank 0]  100%|#####\n");
+  EXPECT_EQ(Log(), " 10%|#\r 20%|##\r 100%|#####\n") << "the log file gets the raw bytes";
+  tee.Consume("done\r\n");
+  EXPECT_EQ(tee.Tail(), (std::vector<std::string>{" 100%|#####", "done"}))
+      << "the tail keeps the last state of each line";
+}
+
+TEST_F(OutputTeeTest, AQuietPartialLineIsForwardedAfter100Milliseconds) {
+  using namespace std::chrono_literals;
+  OutputTee tee(sink_.get(), "[rank 1] ", log_, 0);
+  const OutputTee::Clock::time_point t0 = OutputTee::Clock::now();
+  tee.Consume("Password: ", t0);
+  ASSERT_TRUE(tee.NextTick().has_value());
+  EXPECT_EQ(*tee.NextTick(), t0 + 100ms);
+  tee.Tick(t0 + 50ms);
+  EXPECT_EQ(Console(), "") << "not quiet long enough";
+  tee.Tick(t0 + 100ms);
+  EXPECT_EQ(Console(), "[rank 1] Password: ");
+  EXPECT_FALSE(tee.NextTick().has_value()) << "nothing left to forward";
+  tee.Consume("ok\nnext\n", t0 + 2s);
+  EXPECT_EQ(Console(), "[rank 1] Password: ok\n[rank 1] next\n") << "one prefix per line";
+  tee.Consume("tail", t0 + 3s);
+  tee.Tick(t0 + 3s + 100ms);
+  tee.Finish();
+  EXPECT_EQ(Console(), "[rank 1] Password: ok\n[rank 1] next\n[rank 1] tail\n");
+  EXPECT_EQ(Log(), "Password: ok\nnext\ntail") << "raw: no newline added";
+}
+
+TEST_F(OutputTeeTest, JsonModeForwardsProgressAtMostAboutOncePerSecond) {
+  using namespace std::chrono_literals;
+  OutputTee tee(sink_.get(), "", log_, 0);
+  tee.WrapAsJson(3, "stderr");
+  const OutputTee::Clock::time_point t0 = OutputTee::Clock::now();
+  for (int i = 0; i < 300; ++i) {
+    tee.Consume("step " + std::to_string(i) + "\r", t0 + i * 1ms);
+    tee.Tick(t0 + i * 1ms);
+  }
+  auto records = [this] {
+    std::vector<nlohmann::json> out;
+    std::istringstream lines(Console());
+    for (std::string line; std::getline(lines, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+  };
+  ASSERT_EQ(records().size(), 1u) << Console();
+  EXPECT_EQ(records()[0]["msg"], "step 0");
+  ASSERT_TRUE(tee.NextTick().has_value());
+  tee.Tick(t0 + 1s);
+  ASSERT_EQ(records().size(), 2u) << Console();
+  EXPECT_EQ(records()[1]["msg"], "step 299") << "the latest state, not every update";
+  EXPECT_FALSE(tee.NextTick().has_value());
+  tee.Consume("finished\n", t0 + 1100ms);
+  ASSERT_EQ(records().size(), 3u) << "whole lines are never held back";
+  EXPECT_EQ(records()[2]["msg"], "finished");
+  std::string raw;
+  for (int i = 0; i < 300; ++i) raw += "step " + std::to_string(i) + "\r";
+  EXPECT_EQ(Log(), raw + "finished\n") << "the log file gets every raw byte";
+}
+
 }  // namespace
 }  // namespace hetrun::launcher

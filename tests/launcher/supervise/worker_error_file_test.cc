@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hetrun/base/shown_text.h"
 #include "run_process.h"
 
 namespace hetrun::launcher {
@@ -63,6 +64,29 @@ TEST(WorkerErrorFileTest, MissingMalformedDeepOrHugeFilesAreIgnored) {
   std::string huge = R"({"message": ")" + std::string(kMaxErrorFileBytes, 'x') + R"("})";
   EXPECT_FALSE(ReadWorkerErrorFile(dir.WriteFile("huge.json", huge)).has_value());
   EXPECT_FALSE(ReadWorkerErrorFile("/dev/zero").has_value());
+}
+
+// Issue 28 item 15: messages were cut at 240 bytes mid-character and control characters were
+// kept raw (the termination log and the terminal got them).
+TEST(WorkerErrorFileTest, LongOrHostileMessagesAreCutBetweenCharactersAndEscaped) {
+  testing::TempDir dir;
+  const std::string euro = "\xE2\x82\xAC";
+  std::string long_message = "a";  // 1 + 3 x 79 = 238: byte 240 falls inside the 80th euro
+  while (long_message.size() < 300) long_message += euro;
+  std::string path = dir.WriteFile("error.json", R"({"message": ")" + long_message + R"("})");
+  std::optional<WorkerErrorReport> report = ReadWorkerErrorFile(path);
+  ASSERT_TRUE(report.has_value());
+  EXPECT_TRUE(IsValidUtf8(report->message)) << "no partial character";
+  EXPECT_EQ(report->message, long_message.substr(0, 238) + "...");
+  std::string hostile = dir.WriteFile(
+      "hostile.json",
+      R"({"message": {"message": "boom\u001b[2J\u0007\nsecond line", "extraInfo": {)"
+      R"("py_callstack": "  File \"t\u001b]0;x\u0007.py\", line 2, in f\n    g()\n"}}})");
+  std::optional<WorkerErrorReport> escaped = ReadWorkerErrorFile(hostile);
+  ASSERT_TRUE(escaped.has_value());
+  EXPECT_EQ(escaped->message, "boom\\x1b[2J\\x07\nsecond line");
+  ASSERT_EQ(escaped->last_frames.size(), 1u);
+  EXPECT_EQ(escaped->last_frames[0], "File \"t\\x1b]0;x\\x07.py\", line 2, in f: g()");
 }
 
 }  // namespace

@@ -125,6 +125,76 @@ TEST(JobLayoutTest, BadFilesNameTheFileAndTheField) {
   }
 }
 
+TEST(JobLayoutTest, LayerCountsBeyondTheModelBoundOrWrappingAreRefused) {
+  // Issue 28 item 9: 2^40 layers, an int64 sum that wraps and a negative num_layers were read.
+  struct Case {
+    const char* text;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{R"({"num_layers": 1099511627776,
+                    "stages": [{"first_layer": 0, "layers": 1099511627776, "ranks": [0]}]})",
+                "$.num_layers: must be an integer in [1, 4096], got 1099511627776"},
+           Case{R"({"num_layers": -9223372036854775807,
+                    "stages": [{"first_layer": 0, "layers": 4611686018427387904, "ranks": [0]},
+                               {"first_layer": 4611686018427387904,
+                                "layers": 4611686018427387905, "ranks": [1]}]})",
+                "$.num_layers: must be an integer in [1, 4096], got -9223372036854775807"},
+           Case{R"({"num_layers": 2,
+                    "stages": [{"first_layer": 0, "layers": 4611686018427387904, "ranks": [0]},
+                               {"first_layer": 4611686018427387904,
+                                "layers": 4611686018427387906, "ranks": [1]}]})",
+                "$.stages[0].layers: must be an integer in [1, 4096], got 4611686018427387904"},
+           Case{R"({"num_layers": 2,
+                    "stages": [{"first_layer": -1, "layers": 3, "ranks": [0]}]})",
+                "$.stages[0].first_layer: must be an integer in [0, 4095], got -1"},
+       }) {
+    Result<JobLayout> layout = ParseJobLayout(c.text, "layout.json");
+    ASSERT_FALSE(layout.ok()) << c.text;
+    EXPECT_EQ(layout.status().code(), StatusCode::kInvalidArgument) << c.text;
+    EXPECT_NE(layout.status().message().find(c.says), std::string::npos)
+        << c.text << ": " << layout.status().message();
+  }
+  JobLayout huge = ThreeStages();
+  huge.layer_names.clear();
+  huge.num_layers = int64_t{1} << 40;
+  huge.stages[2].layers = huge.num_layers - 5;
+  EXPECT_EQ(ErrorOf(huge), "plan.json: the model has 1099511627776 layers, more than 4096");
+}
+
+TEST(JobLayoutTest, IntegersOutOfTheirRangeAreNamedNotWrapped) {
+  // Issue 28 item 16: ranks [4294967296] read as rank 0; revision 2^63-1 was accepted (and
+  // + 1 after a move overflowed).
+  struct Case {
+    const char* text;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{R"({"num_layers": 1, "stages": [{"first_layer": 0, "layers": 1,
+                                                 "ranks": [4294967296]}]})",
+                "$.stages[0].ranks: 4294967296 is no rank"},
+           Case{R"({"num_layers": 1, "stages": [{"first_layer": 0, "layers": 1, "ranks": [-1]}]})",
+                "$.stages[0].ranks: -1 is no rank"},
+           Case{R"({"num_layers": 1, "revision": 9223372036854775807,
+                    "stages": [{"first_layer": 0, "layers": 1, "ranks": [0]}]})",
+                "$.revision: must be an integer in [0, 1099511627776], got 9223372036854775807"},
+           Case{R"({"num_layers": 1, "micro_batches": 18446744073709551615,
+                    "stages": [{"first_layer": 0, "layers": 1, "ranks": [0]}]})",
+                "$.micro_batches: must be an integer in [1, 1048576], got 18446744073709551615"},
+           Case{R"({"num_layers": 1, "min_share": 9223372036854775807,
+                    "stages": [{"first_layer": 0, "layers": 1, "ranks": [0]}]})",
+                "$.min_share: must be an integer in [1, 1099511627776]"},
+       }) {
+    Result<JobLayout> layout = ParseJobLayout(c.text, "layout.json");
+    ASSERT_FALSE(layout.ok()) << c.text;
+    EXPECT_NE(layout.status().message().find(c.says), std::string::npos)
+        << c.text << ": " << layout.status().message();
+  }
+  JobLayout late = ThreeStages();
+  late.revision = int64_t{1} << 41;
+  EXPECT_EQ(ErrorOf(late), "plan.json: revision must be in [0, 2^40], got 2199023255552");
+}
+
 TEST(JobLayoutTest, AMissingFileIsNotFound) {
   Result<JobLayout> layout = LoadJobLayout("/nonexistent/layout.json");
   ASSERT_FALSE(layout.ok());

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace hetrun::pipeline {
@@ -116,6 +118,34 @@ TEST(LayoutStateTest, RankZeroWritesTheStateAndLocalRankZeroTheLayoutFile) {
   EXPECT_NE(gone.message().find("HETRUN_LAYOUT_STATE"), std::string::npos) << gone.message();
   // Not a regular file: an error, not "no state".
   EXPECT_FALSE(ReadLayoutStateText(dir).ok());
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 28 item 14: the state's temporary file was a fixed STATE.tmp opened without O_EXCL or
+// O_NOFOLLOW, so a symlink planted there (the state lives on shared storage) had its target
+// overwritten with the layout.
+TEST(LayoutStateTest, ASymlinkPlantedAtTheTemporaryNameIsNotFollowed) {
+  char dir_template[] = "/tmp/hetrun_layout_state_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string layout_path = dir + "/layout.json", state = dir + "/state.json";
+  const std::string victim = dir + "/victim";
+  { std::ofstream(victim) << "precious\n"; }
+  ASSERT_EQ(::symlink(victim.c_str(), (state + ".tmp").c_str()), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), (layout_path + ".tmp").c_str()), 0);
+  ASSERT_TRUE(WriteMovedLayout(Moved(), layout_path, state, 0, 0).ok());
+  std::ifstream in(victim);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "precious\n") << "the planted link's target was overwritten";
+  EXPECT_EQ(**ReadLayoutStateText(state), JobLayoutJson(Moved()));
+  EXPECT_FALSE(std::filesystem::is_symlink(state));
+  // Only the planted links are left beside the files: no temporary of ours.
+  size_t entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    (void)entry;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 5u) << "victim, two links, layout.json, state.json";
   std::filesystem::remove_all(dir);
 }
 

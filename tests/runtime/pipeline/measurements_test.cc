@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 namespace hetrun::pipeline {
 namespace {
@@ -176,6 +177,74 @@ TEST(MeasurementsTest, ARestartedWorkerKeepsTheEarlierAttemptsWindows) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("TORCHELASTIC_RESTART_COUNT=x"), std::string::npos)
       << refused.status().ToString();
+  std::filesystem::remove_all(run_dir);
+}
+
+// Issue 28 item 12: Append took windows that the reader rejects (a layer range outside the model,
+// window -1), so the whole rank file was skipped at the merge.
+TEST(MeasurementsTest, AppendRefusesWindowsTheReaderWouldReject) {
+  const std::string run_dir = TempDir();
+  Environment env{{"HETRUN_RUN_DIR", run_dir}};
+  auto log = MeasurementLog::FromEnvironment(env, TwoStages(), 0);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_TRUE(log->Append(Window(0, 0, 4, 1, 2)).ok());
+  WindowMeasurement short_layer_ms = Window(3, 0, 4, 1, 2);
+  short_layer_ms.layer_ms = {1};
+  WindowMeasurement negative_samples = Window(4, 0, 4, 1, 2);
+  negative_samples.samples = -1;
+  for (const WindowMeasurement& bad :
+       {Window(-1, 0, 4, 1, 2), Window(1, 4, 4, 1, 2), Window(2, 0, 0, 1, 2), short_layer_ms,
+        negative_samples, Window(5, -2, 4, 1, 2)}) {
+    Status refused = log->Append(bad);
+    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << "window " << bad.window;
+    EXPECT_NE(refused.message().find("measurement of window " + std::to_string(bad.window)),
+              std::string::npos)
+        << refused.message();
+  }
+  EXPECT_EQ(log->measurements().ranks[0].windows.size(), 1u);
+  auto back = LoadMeasurements(log->path());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->ranks[0].windows.size(), 1u);
+  ASSERT_TRUE(log->Append(Window(1, 0, 4, 1, 2)).ok()) << "the log keeps writing";
+  std::filesystem::remove_all(run_dir);
+}
+
+const std::string kOneBadWindow =
+    R"({"num_layers": 4, "ranks": [{"rank": 0, "stage": 0, "windows": [
+    {"window": 0, "first_layer": 0, "layers": 4, "forward_ms": 1, "backward_ms": 2},
+    {"window": 1, "first_layer": 2, "layers": 4, "forward_ms": 1, "backward_ms": 2},
+    {"window": 2, "first_layer": 0, "layers": 4, "forward_ms": 3, "backward_ms": 4}]}]})";
+
+TEST(MeasurementsTest, AFileWithABadWindowKeepsItsReadableWindowsAndNamesTheDrop) {
+  std::vector<std::string> dropped;
+  auto kept = ParseMeasurementsKeepingWindows(kOneBadWindow, "m.json", dropped);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  ASSERT_EQ(kept->ranks[0].windows.size(), 2u);
+  EXPECT_EQ(kept->ranks[0].windows[1].window, 2);
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0],
+            "m.json: $.ranks[0].windows[1]: layers [2, 6) lie outside the model's 4 layers");
+  EXPECT_FALSE(ParseMeasurements(kOneBadWindow, "m.json").ok()) << "the strict reader stays";
+  std::vector<std::string> none;
+  EXPECT_FALSE(ParseMeasurementsKeepingWindows("[1]", "m.json", none).ok());
+}
+
+TEST(MeasurementsTest, ARestartKeepsTheReadableEarlierWindowsOfAFileWithABadOne) {
+  const std::string run_dir = TempDir();
+  JobLayout layout = TwoStages();
+  layout.num_layers = 4;
+  layout.layer_names.clear();
+  layout.stages = {{0, 4, {0}, {"ampere"}, {1}}};
+  std::filesystem::create_directories(run_dir + "/measurements");
+  {
+    std::ofstream file(RankMeasurementsPath(run_dir, 0));
+    std::string text = kOneBadWindow;
+    text.replace(text.find("\"num_layers\": 4"), 15, "\"num_layers\": 4, \"micro_batches\": 4");
+    file << text;
+  }
+  auto log = MeasurementLog::Create(layout, 0, RankMeasurementsPath(run_dir, 0), 1);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(log->measurements().ranks[0].windows.size(), 2u) << "attempt 0's readable windows";
   std::filesystem::remove_all(run_dir);
 }
 

@@ -120,6 +120,30 @@ TEST(RebalancerTest, TenPercentNoiseOnAFixedSpeedNeverMovesBackAndForth) {
   }
 }
 
+// Issue 28 item 11: one implausibly fast window (1 ms against ~30 ms; 0.01 ms) moved the
+// balanced split 12,22 to 25,9 (33,1) and back 8 windows later: the speeds were means.
+TEST(RebalancerTest, ASingleOutlierWindowMovesNothing) {
+  for (double outlier_ms : {1.0, 0.01}) {
+    SCOPED_TRACE(outlier_ms);
+    TrueJob job{{12.0 / 30, 22.0 / 30}, std::vector<double>(34, 1.0)};
+    job.noise = 0.02;
+    auto rebalancer = Rebalancer::Create(Layout({12, 22}, 4), {});
+    ASSERT_TRUE(rebalancer.ok()) << rebalancer.status().message();
+    for (int w = 0; w < 14; ++w) {
+      std::vector<StageMeasurement> window = job.Window(rebalancer->current_counts());
+      if (w == 4) {
+        window[0].forward_ms = outlier_ms / 3;
+        window[0].backward_ms = 2 * outlier_ms / 3;
+      }
+      RebalanceDecision d = rebalancer->Decide(window);
+      EXPECT_FALSE(d.move) << "window " << w << ": " << d.reason;
+      if (d.move) rebalancer->Applied(d);
+    }
+    EXPECT_EQ(rebalancer->moves(), 0);
+    EXPECT_EQ(rebalancer->current_counts(), (std::vector<int64_t>{12, 22}));
+  }
+}
+
 TEST(RebalancerTest, AGainBelowTheThresholdHolds) {
   // 32/32 on speeds 1.0 and 1.1: the best split, 31/33, gains 2.5%.
   TrueJob job{{1.0, 1.1}, std::vector<double>(64, 1.0)};
@@ -175,17 +199,23 @@ TEST(RebalancerTest, AMoveIsConfirmedFirstAndTheNextWindowOnlySettles) {
 }
 
 TEST(RebalancerTest, AWinnerThatDriftsBetweenTheConfirmingWindowsStillMoves) {
-  // Windows 1-3 at speeds 1:3 make 4,12 the winner; window 4 measures stage 1 slower, the
-  // averages shift the winner, and some move still wins: window 4's winner is taken.
+  // Stage 1 slows from 3 to 2.3 cost/ms over the windows. The speeds are medians over the
+  // windows, so the winner follows once most windows show the change: 4,12 after window 4
+  // (median 2.65), 5,11 after window 5 (median 2.3). Some move wins in both windows, so the
+  // move is taken, and it is window 5's winner.
   TrueJob job{{1.0, 3.0}, std::vector<double>(16, 1.0)};
-  auto rebalancer = Rebalancer::Create(Layout({8, 8}, 4), {});
+  RebalanceOptions options;
+  options.min_windows = 4;
+  auto rebalancer = Rebalancer::Create(Layout({8, 8}, 4), options);
   ASSERT_TRUE(rebalancer.ok());
-  for (int w = 1; w <= 2; ++w) EXPECT_FALSE(rebalancer->Decide(job.Window({8, 8})).move);
+  for (double speed : {3.0, 3.0, 2.3}) {
+    job.speeds[1] = speed;
+    EXPECT_FALSE(rebalancer->Decide(job.Window({8, 8})).move);
+  }
   RebalanceDecision first = rebalancer->Decide(job.Window({8, 8}));
   EXPECT_FALSE(first.move);
   EXPECT_NE(first.reason.find("confirming: 1 of 2"), std::string::npos) << first.reason;
   EXPECT_EQ(first.new_counts, (std::vector<int64_t>{4, 12}));
-  job.speeds = {1.0, 0.5};
   RebalanceDecision second = rebalancer->Decide(job.Window({8, 8}));
   ASSERT_TRUE(second.move) << second.reason;
   EXPECT_NE(second.new_counts, first.new_counts);

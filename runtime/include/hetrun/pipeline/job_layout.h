@@ -20,6 +20,11 @@ enum class ScheduleKind { k1F1B, kGPipe };
 std::string_view ScheduleKindName(ScheduleKind kind);
 Result<ScheduleKind> ParseScheduleKind(std::string_view text);
 
+/// Bounds of the layout file's integers beyond the layer count (plan::kMaxModelLayers): ranks
+/// below 2^20, revision and min_share at most 2^40, micro_batches at most 2^20.
+inline constexpr uint64_t kMaxLayoutRanks = uint64_t{1} << 20;
+inline constexpr int64_t kMaxLayoutRevision = int64_t{1} << 40;
+
 struct StageLayout {
   int64_t first_layer = 0;            ///< index into JobLayout::layer_names
   int64_t layers = 0;                 ///< >= 1
@@ -53,7 +58,8 @@ struct JobLayout {
 /// Everything a layout must be: at least one stage; every stage at least one rank, families and
 /// shares one per rank (shares positive and finite); layer ranges contiguous from 0, in order,
 /// covering num_layers without gap or overlap; layer_names empty or num_layers long; the ranks
-/// of all stages a partition of [0, world_size); revision >= 0; layer_costs empty or num_layers
+/// of all stages a partition of [0, world_size); revision in [0, 2^40]; at most 4096 layers
+/// (plan::kMaxModelLayers); layer_costs empty or num_layers
 /// finite numbers >= 0. Errors (kInvalidArgument) name the stage and
 /// both sides of the conflict; `source` prefixes them.
 Status ValidateJobLayout(const JobLayout& layout, std::string_view source);
@@ -68,9 +74,10 @@ Result<JobLayout> LoadJobLayout(const std::string& path);
 /// The layout as the layout file's JSON (ParseJobLayout reads it back unchanged).
 std::string JobLayoutJson(const JobLayout& layout);
 
-/// Writes JobLayoutJson(layout) to `path` atomically (PATH.tmp, then rename): a worker that reads
-/// the file while another rewrites it after a move sees the old layout or the new one, never half.
-/// The layout is validated first (kInvalidArgument); system call errors name the call and path.
+/// Writes JobLayoutJson(layout) to `path` atomically (a unique temporary, fsync, rename): a worker
+/// that reads the file while another rewrites it after a move sees the old layout or the new one,
+/// never half. The layout is validated first (kInvalidArgument); system call errors name the call
+/// and path.
 Status WriteJobLayoutFile(const JobLayout& layout, const std::string& path);
 
 }  // namespace hetrun::pipeline

@@ -66,6 +66,15 @@ Result<Measurements> ParseMeasurements(std::string_view json_text, std::string_v
 /// Reads (a regular file, at most kMaxJsonInputBytes) and parses `path`.
 Result<Measurements> LoadMeasurements(const std::string& path);
 
+/// As ParseMeasurements and LoadMeasurements, but a window that fails its checks costs only that
+/// window: it is left out and its error appended to `dropped` (the merge of rank files and a
+/// restarted worker's log read this way). Anything else wrong still fails the whole file.
+Result<Measurements> ParseMeasurementsKeepingWindows(std::string_view json_text,
+                                                     std::string_view source,
+                                                     std::vector<std::string>& dropped);
+Result<Measurements> LoadMeasurementsKeepingWindows(const std::string& path,
+                                                    std::vector<std::string>& dropped);
+
 /// Merges `parts` (rank files, or nodes' merged files) into one, ranks in order. A part whose
 /// model (num_layers, layer_names, micro_batches) differs from the first part's, or that repeats
 /// a rank, is left out and named in `skipped` (one line each; `names` label the parts).
@@ -101,7 +110,9 @@ class MeasurementLog {
   /// Appends `window` (stage, replica and family as of the layout given at creation, attempt as
   /// given at creation whatever `window.attempt` says) and writes the file. A failed write is
   /// returned once and writing stops: measurements never stop training. kInvalidArgument (nothing
-  /// appended) for a non-finite or negative time.
+  /// appended, the log goes on) for any window ParseMeasurements would refuse: a non-finite or
+  /// negative time, a negative index or count, a layer range outside the model, layer_ms not one
+  /// per layer.
   Status Append(const WindowMeasurement& window);
 
   const Measurements& measurements() const { return data_; }

@@ -35,12 +35,13 @@ Status CheckWindow(std::span<const StageMeasurement> window, std::span<const int
 
 /// Speeds and layer costs fitted from measured windows.
 struct SpeedFit {
-  /// Per stage, cost units per millisecond of one micro-batch (replicas included), averaged over
-  /// the windows. Without layer times: Σ prior cost of its layers / (forward_ms + backward_ms).
-  /// With layer times (scaled to add up to the stage's time): the median over its layers of
-  /// prior cost / layer time, so a few layers whose prior cost is wrong do not skew it.
+  /// Per stage, cost units per millisecond of one micro-batch (replicas included), the median
+  /// over the windows (a single implausible window does not move it). Without layer times: Σ prior
+  /// cost of its layers / (forward_ms + backward_ms). With layer times (scaled to add up to the
+  /// stage's time): the median over its layers of prior cost / layer time, so a few layers whose
+  /// prior cost is wrong do not skew it.
   std::vector<double> stage_speeds;
-  /// Per layer, averaged over the windows: the prior cost, or, where a window carries layer
+  /// Per layer, the median over the windows: the prior cost, or, where a window carries layer
   /// times, the stage's speed x the layer's (scaled) time.
   std::vector<double> layer_costs;
 };
@@ -72,7 +73,7 @@ struct RebalanceOptions {
   double threshold = 0.05;
   /// Windows after a move that are measured but not decided on (the new split is measured first).
   int64_t settle_windows = 1;
-  /// Speeds are averaged over the last this many windows (noise shrinks as 1/sqrt(n)).
+  /// Speeds are the median over the last this many windows (robust to a single outlier).
   int64_t history_windows = 8;
   /// Some move must beat the required gain this many windows in a row before one is taken (the
   /// last window's winner: it need not be the same split every window, so a winner that drifts a
