@@ -1,5 +1,6 @@
 // `hetrun plan --cluster FILE --model FILE [--json] [--compare-split N,N,...]
-//              [--emit volcano [--strict-homogeneous] | --emit megatron] [--output FILE]]`,
+//              [--emit volcano [--strict-homogeneous] | --emit megatron [--one-per-line]]
+//              [--output FILE]]`,
 // `hetrun plan --measured FILE (--cluster FILE --model FILE | --plan FILE) [--json]`:
 // the layer split of a pipeline over mixed GPU stages that minimises the slowest stage, its 1F1B
 // figures next to an even split (and a hand split), and the matching Volcano Job or Megatron-LM
@@ -79,6 +80,8 @@ void AddPlanOptions(cxxopts::Options& options) {
                                      "print instead of the plan: volcano (a Volcano Job) or "
                                      "megatron (Megatron-LM's pipeline arguments)",
                                      cxxopts::value<std::string>())(
+      "one-per-line",
+      "with --emit megatron: one argument a line, unquoted, no comments (for mapfile -t ARGS)")(
       "strict-homogeneous",
       "with --emit volcano: one gang task on one GPU family (data/tensor parallel)")(
       "family", "with --strict-homogeneous: the family (default: the fastest)",
@@ -118,6 +121,9 @@ Status CheckPlanFlags(const cxxopts::ParseResult& parsed) {
   std::string emit = parsed.count("emit") ? parsed["emit"].as<std::string>() : "";
   if (!emit.empty() && emit != "volcano" && emit != "megatron") {
     return UsageError("--emit '" + emit + "': one of volcano, megatron");
+  }
+  if (parsed.count("one-per-line") && emit != "megatron") {
+    return UsageError("--one-per-line goes with --emit megatron");
   }
   bool homogeneous = parsed.count("strict-homogeneous") > 0;
   if (homogeneous && emit != "volcano") {
@@ -165,7 +171,8 @@ Result<std::string> PipelineOutput(const cxxopts::ParseResult& parsed,
   if (emit == "megatron") {
     HETRUN_ASSIGN_OR_RETURN(plan::MegatronLayout layout,
                             plan::MegatronLayoutFor(result.best, model));
-    return plan::MegatronArgumentsText(layout, result.best, model);
+    return parsed.count("one-per-line") ? plan::MegatronArgumentLines(layout)
+                                        : plan::MegatronArgumentsText(layout, result.best, model);
   }
   if (!emit.empty()) return plan::PipelineJobYaml(result, cluster);
   return parsed.count("json") ? plan::PlanJson(result, model) : plan::PlanText(result, model);

@@ -127,6 +127,69 @@ std::optional<std::pair<int64_t, int64_t>> FirstLast(const std::vector<std::stri
   return std::make_pair(t.front(), t.back());
 }
 
+// A model of only an embedding and an output layer: Megatron-LM divides by --num-layers.
+Status CheckHasTransformerLayers(const std::string& symbols, const ModelSpec& model) {
+  if (symbols.find('t') != std::string::npos) return Status::Ok();
+  std::string names;
+  for (const LayerSpec& layer : model.layers)
+    names += (names.empty() ? "'" : ", '") + layer.name + "'";
+  return InvalidArgumentError(
+      "the model has no transformer layers (its layers " + names +
+      " are its embedding and output layer): Megatron-LM rejects --num-layers 0 (a division by "
+      "zero when it splits the layers over the pipeline stages); --emit megatron needs at least "
+      "one transformer layer");
+}
+
+// The header's lines about the E/L/t mapping and the data-parallel size.
+std::string MappingComment(const MegatronLayout& layout, const ModelSpec& model) {
+  const size_t layers = model.layers.size();
+  std::string out =
+      layout.embedding_from_model
+          ? "# E = model layer 0 '" + model.layers.front().name + "'"
+          : std::string("# E = Megatron's embedding on the first stage (not a model layer)");
+  out += layout.head_from_model
+             ? "; L = model layer " + std::to_string(layers - 1) + " '" + model.layers.back().name +
+                   "'"
+             : std::string(
+                   "; L = Megatron's output layer and loss on the last stage (not a "
+                   "model layer)");
+  out += "; t = the other " + std::to_string(layout.num_layers) +
+         " layers (--num-layers counts only these).\n";
+  out += "# Data-parallel size " + std::to_string(layout.data_parallel_size) +
+         " on every stage: world size " +
+         std::to_string(layout.data_parallel_size * layout.pipeline_size) +
+         " with tensor and context parallel size 1.\n";
+  return out;
+}
+
+// What the layout replaces (Megatron refuses them beside it), the older form when it exists, and
+// how to pass the arguments from a script.
+std::string ReplacesComment(const MegatronLayout& layout) {
+  std::string out =
+      "# The layout replaces --decoder-first-pipeline-num-layers, "
+      "--decoder-last-pipeline-num-layers,\n#   --account-for-embedding-in-pipeline-split, "
+      "--account-for-loss-in-pipeline-split and the virtual-pipeline flags\n#   "
+      "(--num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank): "
+      "Megatron-LM\n#   refuses them together with --pipeline-model-parallel-layout, so drop "
+      "them from the command.\n";
+  if (layout.first_last) {
+    out +=
+        "# Older form of the same split, instead of the layout, never beside it (embedding and "
+        "output layer not counted):\n#   --decoder-first-pipeline-num-layers " +
+        std::to_string(layout.first_last->first) + " --decoder-last-pipeline-num-layers " +
+        std::to_string(layout.first_last->second) + "\n";
+  } else if (layout.pipeline_size > 1) {
+    out +=
+        "# The older --decoder-first/last-pipeline-num-layers cannot express this split (its "
+        "middle stages differ, or a stage holds no transformer layer).\n";
+  }
+  out +=
+      "# The quoted line below is for pasting into a shell; spliced unquoted through $(...) its "
+      "quotes stay in the\n#   argument and Megatron-LM rejects them. In a script: mapfile -t "
+      "ARGS < <(hetrun plan ... --emit megatron --one-per-line)\n#   then pass \"${ARGS[@]}\".\n";
+  return out;
+}
+
 }  // namespace
 
 Result<MegatronLayout> MegatronLayoutFor(const SplitFigures& split, const ModelSpec& model) {
@@ -135,6 +198,7 @@ Result<MegatronLayout> MegatronLayoutFor(const SplitFigures& split, const ModelS
   }
   HETRUN_RETURN_IF_ERROR(CheckEqualReplicas(split));
   HETRUN_ASSIGN_OR_RETURN(std::string symbols, LayerSymbols(model));
+  HETRUN_RETURN_IF_ERROR(CheckHasTransformerLayers(symbols, model));
   MegatronLayout layout;
   layout.pipeline_size = static_cast<int64_t>(split.stages.size());
   layout.num_layers = std::count(symbols.begin(), symbols.end(), 't');
@@ -152,45 +216,31 @@ Result<MegatronLayout> MegatronLayoutFor(const SplitFigures& split, const ModelS
   return layout;
 }
 
+std::vector<std::string> MegatronArguments(const MegatronLayout& layout) {
+  return {"--pipeline-model-parallel-size",  std::to_string(layout.pipeline_size), "--num-layers",
+          std::to_string(layout.num_layers), "--pipeline-model-parallel-layout",   layout.layout};
+}
+
 std::string MegatronArgumentsText(const MegatronLayout& layout, const SplitFigures& split,
                                   const ModelSpec& model) {
-  const size_t layers = model.layers.size();
   std::string out = "# Megatron-LM arguments for hetrun's plan " + split.CountsString() + " (" +
-                    std::to_string(layers) + " model layers, " +
+                    std::to_string(model.layers.size()) + " model layers, " +
                     std::to_string(layout.pipeline_size) + " stages).\n";
   out += std::string("# Grammar: ") + kMegatronGrammarVersion +
          " --pipeline-model-parallel-layout (megatron/core/transformer/"
          "pipeline_parallel_layer_layout.py):\n#   stages split by '|', E = embedding, t = "
          "transformer layer, L = output layer and loss, x*N and (...)*N repeat.\n";
-  out += layout.embedding_from_model
-             ? "# E = model layer 0 '" + model.layers.front().name + "'"
-             : std::string("# E = Megatron's embedding on the first stage (not a model layer)");
-  out += layout.head_from_model
-             ? "; L = model layer " + std::to_string(layers - 1) + " '" + model.layers.back().name +
-                   "'"
-             : std::string(
-                   "; L = Megatron's output layer and loss on the last stage (not a "
-                   "model layer)");
-  out += "; t = the other " + std::to_string(layout.num_layers) +
-         " layers (--num-layers counts only these).\n";
-  out += "# Data-parallel size " + std::to_string(layout.data_parallel_size) +
-         " on every stage: world size " +
-         std::to_string(layout.data_parallel_size * layout.pipeline_size) +
-         " with tensor and context parallel size 1.\n";
-  if (layout.first_last) {
-    out +=
-        "# Older form of the same split (embedding and output layer not counted):\n#   "
-        "--decoder-first-pipeline-num-layers " +
-        std::to_string(layout.first_last->first) + " --decoder-last-pipeline-num-layers " +
-        std::to_string(layout.first_last->second) + "\n";
-  } else if (layout.pipeline_size > 1) {
-    out +=
-        "# The older --decoder-first/last-pipeline-num-layers cannot express this split (its "
-        "middle stages differ, or a stage holds no transformer layer).\n";
-  }
-  out += "--pipeline-model-parallel-size " + std::to_string(layout.pipeline_size) +
-         " --num-layers " + std::to_string(layout.num_layers) +
-         " --pipeline-model-parallel-layout '" + layout.layout + "'\n";
+  out += MappingComment(layout, model);
+  out += ReplacesComment(layout);
+  std::vector<std::string> arguments = MegatronArguments(layout);
+  arguments.back() = "'" + arguments.back() + "'";  // the layout holds |, ( and *
+  for (size_t k = 0; k < arguments.size(); ++k) out += (k == 0 ? "" : " ") + arguments[k];
+  return out + "\n";
+}
+
+std::string MegatronArgumentLines(const MegatronLayout& layout) {
+  std::string out;
+  for (const std::string& argument : MegatronArguments(layout)) out += argument + "\n";
   return out;
 }
 
