@@ -85,7 +85,17 @@ if(HETRUN_WITH_TORCH)
       set(CMAKE_CUDA_ARCHITECTURES "${_saved_cuda_arch}")
       set(CMAKE_CUDA_FLAGS "${_saved_cuda_flags}")
       set(HETRUN_HAVE_TORCH ON)
-      message(STATUS "hetrun: libtorch ${Torch_VERSION} from ${HETRUN_TORCH_PREFIX}")
+      # torch.__version__ with its local part (2.11.0+cu130), for the rendezvous plugin's record
+      # (launcher/rendezvous/plugin_torch.h); read from version.py, without importing torch.
+      get_filename_component(HETRUN_TORCH_PACKAGE_DIR "${TORCH_INSTALL_PREFIX}" ABSOLUTE)
+      file(STRINGS "${HETRUN_TORCH_PACKAGE_DIR}/version.py" _torch_version_line
+           REGEX "^__version__ *= *")
+      string(REGEX REPLACE "^__version__ *= *['\"]([^'\"]+)['\"].*" "\\1"
+             HETRUN_TORCH_PACKAGE_VERSION "${_torch_version_line}")
+      if(NOT HETRUN_TORCH_PACKAGE_VERSION)
+        set(HETRUN_TORCH_PACKAGE_VERSION "${Torch_VERSION}")
+      endif()
+      message(STATUS "hetrun: libtorch ${HETRUN_TORCH_PACKAGE_VERSION} from ${HETRUN_TORCH_PREFIX}")
     endif()
   endif()
   if(NOT HETRUN_HAVE_TORCH)

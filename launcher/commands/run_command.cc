@@ -447,6 +447,8 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
   HETRUN_ASSIGN_OR_RETURN(plan.inventory, DeclaredInventory(env, topology_options.fake_gpus));
   if (!plan.inventory && !env.Get("HETRUN_GPU_FAMILY")) plan.nvml_families = GpuFamiliesFromNvml();
   HETRUN_ASSIGN_OR_RETURN(plan.preflight, ReadPreflightOptions(parsed, env));
+  plan.preflight.python = parsed.count("python") ? parsed["python"].as<std::string>()
+                                                 : PythonOrDefault(env.Get("HETRUN_PYTHON"));
   plan.run_id = parsed["run-id"].as<std::string>();
   plan.role = parsed["role"].as<std::string>();
   plan.signals_to_handle = parsed["signals-to-handle"].as<std::string>();
