@@ -3,13 +3,15 @@
 #   make test    setup + configure + build + every CPU test (ctest)
 #   make bench   release build + benchmarks (figures, never assertions)
 #   make fuzz    libFuzzer targets (clang), FUZZ_SECONDS each
+#   make wheel   the Python wheel into dist/: import hetrun, bin/hetrun and the rendezvous plugin,
+#                built without isolation against .venv's torch (docs/how-to/install.md)
 #   make build | format | install PREFIX=... | clean
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: setup build test demo bench fuzz format install clean asan
+.PHONY: setup build test demo bench fuzz format install clean asan wheel
 
 setup:
 	@scripts/setup
@@ -45,6 +47,11 @@ fuzz: setup
 
 format:
 	git ls-files -co --exclude-standard -- '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format -i
+
+# build-python/ (pyproject.toml's build-dir) is the persistent tree scripts/setup's install uses.
+wheel: setup
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) .venv/bin/python -m pip wheel --no-build-isolation --no-deps \
+	  --disable-pip-version-check --wheel-dir dist .
 
 install: setup build-release/CMakeCache.txt
 	cmake --build build-release -j $(JOBS)

@@ -1,18 +1,22 @@
 # Every third-party dependency is found here, once. scripts/setup installs them.
 find_package(Threads REQUIRED)
+if(HETRUN_WHEEL)
+  # The wheel's interpreter (scikit-build-core passes it): the extension's ABI, and pythonX.Y of
+  # the site-packages folder where the wheel's launcher looks for its plugin.
+  find_package(Python 3.9 REQUIRED COMPONENTS Interpreter Development.Module)
+endif()
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
-if(NOT HETRUN_PYTHON_EXTENSION_ONLY)
-  find_package(cxxopts REQUIRED)
-  # libcrypto: HMAC-SHA256 of the rendezvous store records under the job secret.
-  find_package(OpenSSL REQUIRED COMPONENTS Crypto)
-endif()
-# What the core links for logging: the shared libraries normally; in the Python extension build
-# spdlog and fmt header-only, so the extension needs neither at run time.
+find_package(cxxopts REQUIRED)
+# libcrypto: HMAC-SHA256 of the rendezvous store records under the job secret (the wheel's
+# launcher links the system's libcrypto.so.3 too).
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+# What the core and the launcher link for logging: the shared libraries normally; in the wheel
+# spdlog and fmt header-only, so the extension, bin/hetrun and the plugin need neither at run time.
 add_library(hetrun_logging_deps INTERFACE)
 add_library(hetrun::logging_deps ALIAS hetrun_logging_deps)
-if(HETRUN_PYTHON_EXTENSION_ONLY)
+if(HETRUN_WHEEL)
   get_target_property(_spdlog_inc spdlog::spdlog_header_only INTERFACE_INCLUDE_DIRECTORIES)
   get_target_property(_fmt_inc fmt::fmt-header-only INTERFACE_INCLUDE_DIRECTORIES)
   target_include_directories(hetrun_logging_deps SYSTEM INTERFACE ${_spdlog_inc} ${_fmt_inc})
@@ -26,8 +30,9 @@ endif()
 foreach(_lib IN ITEMS zstd lz4)
   string(TOUPPER ${_lib} _up)
   find_path(HETRUN_${_up}_INCLUDE_DIR ${_lib}.h REQUIRED)
-  if(HETRUN_PYTHON_EXTENSION_ONLY)
-    # Static archives, linked into the extension (Debian's are position-independent).
+  if(HETRUN_WHEEL)
+    # Static archives, linked into the extension and the launcher (Debian's are
+    # position-independent).
     find_library(HETRUN_${_up}_LIBRARY NAMES lib${_lib}.a ${_lib} REQUIRED)
   else()
     find_library(HETRUN_${_up}_LIBRARY ${_lib} REQUIRED)
