@@ -40,8 +40,8 @@ Result<std::string> FindTorchPackageDir(const std::string& python,
   close(fds[1]);
   if (spawned != 0) {
     close(fds[0]);
-    return FailedPreconditionError("cannot run " + python + " (HETRUN_PYTHON) to find torch: " +
-                                   std::strerror(spawned));
+    return FailedPreconditionError("cannot run " + python +
+                                   " (HETRUN_PYTHON) to find torch: " + std::strerror(spawned));
   }
   HETRUN_ASSIGN_OR_RETURN(ChildOutput child, CollectChildOutput(fds[0], pid, timeout, python));
   if (child.timed_out) {
