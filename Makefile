@@ -5,13 +5,15 @@
 #   make fuzz    libFuzzer targets (clang), FUZZ_SECONDS each
 #   make docs    the documentation site (MkDocs, strict) into build-docs/
 #   make docs-update  regenerate docs/'s generated regions from the built binary and package
+#   make wheel   the Python wheel into dist/: import hetrun, bin/hetrun and the rendezvous plugin,
+#                built without isolation against .venv's torch (docs/how-to/install.md)
 #   make build | format | install PREFIX=... | clean
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: setup build test demo bench fuzz format install clean asan docs docs-update
+.PHONY: setup build test demo bench fuzz format install clean asan docs docs-update wheel
 
 setup:
 	@scripts/setup
@@ -53,6 +55,11 @@ docs-update: build
 
 format:
 	git ls-files -co --exclude-standard -- '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format -i
+
+# build-python/ (pyproject.toml's build-dir) is the persistent tree scripts/setup's install uses.
+wheel: setup
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) .venv/bin/python -m pip wheel --no-build-isolation --no-deps \
+	  --disable-pip-version-check --wheel-dir dist .
 
 install: setup build-release/CMakeCache.txt
 	cmake --build build-release -j $(JOBS)

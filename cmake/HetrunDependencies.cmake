@@ -1,18 +1,22 @@
 # Every third-party dependency is found here, once. scripts/setup installs them.
 find_package(Threads REQUIRED)
+if(HETRUN_WHEEL)
+  # The wheel's interpreter (scikit-build-core passes it): the extension's ABI, and pythonX.Y of
+  # the site-packages folder where the wheel's launcher looks for its plugin.
+  find_package(Python 3.9 REQUIRED COMPONENTS Interpreter Development.Module)
+endif()
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
-if(NOT HETRUN_PYTHON_EXTENSION_ONLY)
-  find_package(cxxopts REQUIRED)
-  # libcrypto: HMAC-SHA256 of the rendezvous store records under the job secret.
-  find_package(OpenSSL REQUIRED COMPONENTS Crypto)
-endif()
-# What the core links for logging: the shared libraries normally; in the Python extension build
-# spdlog and fmt header-only, so the extension needs neither at run time.
+find_package(cxxopts REQUIRED)
+# libcrypto: HMAC-SHA256 of the rendezvous store records under the job secret (the wheel's
+# launcher links the system's libcrypto.so.3 too).
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+# What the core and the launcher link for logging: the shared libraries normally; in the wheel
+# spdlog and fmt header-only, so the extension, bin/hetrun and the plugin need neither at run time.
 add_library(hetrun_logging_deps INTERFACE)
 add_library(hetrun::logging_deps ALIAS hetrun_logging_deps)
-if(HETRUN_PYTHON_EXTENSION_ONLY)
+if(HETRUN_WHEEL)
   get_target_property(_spdlog_inc spdlog::spdlog_header_only INTERFACE_INCLUDE_DIRECTORIES)
   get_target_property(_fmt_inc fmt::fmt-header-only INTERFACE_INCLUDE_DIRECTORIES)
   target_include_directories(hetrun_logging_deps SYSTEM INTERFACE ${_spdlog_inc} ${_fmt_inc})
@@ -26,8 +30,9 @@ endif()
 foreach(_lib IN ITEMS zstd lz4)
   string(TOUPPER ${_lib} _up)
   find_path(HETRUN_${_up}_INCLUDE_DIR ${_lib}.h REQUIRED)
-  if(HETRUN_PYTHON_EXTENSION_ONLY)
-    # Static archives, linked into the extension (Debian's are position-independent).
+  if(HETRUN_WHEEL)
+    # Static archives, linked into the extension and the launcher (Debian's are
+    # position-independent).
     find_library(HETRUN_${_up}_LIBRARY NAMES lib${_lib}.a ${_lib} REQUIRED)
   else()
     find_library(HETRUN_${_up}_LIBRARY ${_lib} REQUIRED)
@@ -85,7 +90,17 @@ if(HETRUN_WITH_TORCH)
       set(CMAKE_CUDA_ARCHITECTURES "${_saved_cuda_arch}")
       set(CMAKE_CUDA_FLAGS "${_saved_cuda_flags}")
       set(HETRUN_HAVE_TORCH ON)
-      message(STATUS "hetrun: libtorch ${Torch_VERSION} from ${HETRUN_TORCH_PREFIX}")
+      # torch.__version__ with its local part (2.11.0+cu130), for the rendezvous plugin's record
+      # (launcher/rendezvous/plugin_torch.h); read from version.py, without importing torch.
+      get_filename_component(HETRUN_TORCH_PACKAGE_DIR "${TORCH_INSTALL_PREFIX}" ABSOLUTE)
+      file(STRINGS "${HETRUN_TORCH_PACKAGE_DIR}/version.py" _torch_version_line
+           REGEX "^__version__ *= *")
+      string(REGEX REPLACE "^__version__ *= *['\"]([^'\"]+)['\"].*" "\\1"
+             HETRUN_TORCH_PACKAGE_VERSION "${_torch_version_line}")
+      if(NOT HETRUN_TORCH_PACKAGE_VERSION)
+        set(HETRUN_TORCH_PACKAGE_VERSION "${Torch_VERSION}")
+      endif()
+      message(STATUS "hetrun: libtorch ${HETRUN_TORCH_PACKAGE_VERSION} from ${HETRUN_TORCH_PREFIX}")
     endif()
   endif()
   if(NOT HETRUN_HAVE_TORCH)

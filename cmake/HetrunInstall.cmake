@@ -26,9 +26,12 @@ install(TARGETS ${_hetrun_targets} EXPORT hetrunTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# The rendezvous plugin: dlopened by bin/hetrun from $ORIGIN/../lib (not linked, not exported).
+# The rendezvous plugin: dlopened by bin/hetrun from $ORIGIN/../lib (not linked, not exported),
+# with the record of the torch it needs beside it (launcher/rendezvous/plugin_torch.h).
 if(TARGET hetrun_rendezvous)
   install(TARGETS hetrun_rendezvous LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(FILES "${PROJECT_BINARY_DIR}/lib/libhetrun_rendezvous.torch"
+          DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/runtime/include/hetrun"
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h" PATTERN "*.def")

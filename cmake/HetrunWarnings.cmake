@@ -2,7 +2,7 @@
 # The Python extension build (pip install . on the user's compiler) warns but never fails on a
 # warning: a newer GCC's false positive must not break an install.
 function(hetrun_strict target)
-  if(HETRUN_PYTHON_EXTENSION_ONLY)
+  if(HETRUN_WHEEL)
     set(_werror "")
   else()
     set(_werror -Werror)

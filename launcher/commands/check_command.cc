@@ -280,10 +280,12 @@ void AddCheckOptions(cxxopts::Options& options) {
       "arch-list", "a TORCH_CUDA_ARCH_LIST to evaluate (default: $TORCH_CUDA_ARCH_LIST)",
       cxxopts::value<std::string>())("scan", "file or directory to scan (repeatable)",
                                      cxxopts::value<std::vector<std::string>>())(
-      "torch", "scan the installed torch's lib/ (python in HETRUN_PYTHON, default python3)")(
-      "torch-lib", "scan this torch lib/ directory (no Python needed)",
-      cxxopts::value<std::string>())("fake-gpus", "declared GPUs NAME:MAJOR.MINOR:USABLE_MIB,...",
-                                     cxxopts::value<std::string>())(
+      "torch",
+      "scan the installed torch's lib/ (python in HETRUN_PYTHON; default: the python beside a "
+      "pip-installed hetrun, else python3)")("torch-lib",
+                                             "scan this torch lib/ directory (no Python needed)",
+                                             cxxopts::value<std::string>())(
+      "fake-gpus", "declared GPUs NAME:MAJOR.MINOR:USABLE_MIB,...", cxxopts::value<std::string>())(
       "strict", "also fail on partial coverage")("no-driver-load",
                                                  "on real GPUs, skip loading every module")(
       "json", "print JSON (keys: README, \"hetrun check\")")(

@@ -1,6 +1,7 @@
 // `hetrun plan --cluster FILE --model FILE [--json] [--compare-split N,N,...]
 //              [--emit volcano [--strict-homogeneous] | --emit jobset [--kueue-queue NAME] |
-//               --emit megatron | --emit torchtitan [--torchtitan-names E:L:H]] [--output FILE]]`,
+//               --emit megatron [--one-per-line] | --emit torchtitan [--torchtitan-names E:L:H]]
+//              [--output FILE]]`,
 // `hetrun plan --measured FILE (--cluster FILE --model FILE | --plan FILE) [--json]`:
 // the layer split of a pipeline over mixed GPU stages that minimises the slowest stage, its 1F1B
 // figures next to an even split (and a hand split), and the matching Volcano Job, JobSet (with
@@ -95,6 +96,8 @@ void AddPlanOptions(cxxopts::Options& options) {
       "with --emit torchtitan: EMBEDDING:LAYER:HEAD module names ({} = the layer index; default "
       "tok_embeddings:layers.{}:norm,lm_head)",
       cxxopts::value<std::string>())(
+      "one-per-line",
+      "with --emit megatron: one argument a line, unquoted, no comments (for mapfile -t ARGS)")(
       "strict-homogeneous",
       "with --emit volcano: one gang task on one GPU family (data/tensor parallel)")(
       "family", "with --strict-homogeneous: the family (default: the fastest)",
@@ -118,6 +121,9 @@ Status CheckEmitFlags(const cxxopts::ParseResult& parsed, const std::string& emi
   if (!emit.empty() && emit != "volcano" && emit != "jobset" && emit != "megatron" &&
       emit != "torchtitan") {
     return UsageError("--emit '" + emit + "': one of volcano, jobset, megatron, torchtitan");
+  }
+  if (parsed.count("one-per-line") && emit != "megatron") {
+    return UsageError("--one-per-line goes with --emit megatron");
   }
   if (parsed.count("torchtitan-names") && emit != "torchtitan") {
     return UsageError("--torchtitan-names goes with --emit torchtitan");
@@ -217,7 +223,8 @@ Result<std::string> PipelineOutput(const cxxopts::ParseResult& parsed,
   if (emit == "megatron") {
     HETRUN_ASSIGN_OR_RETURN(plan::MegatronLayout layout,
                             plan::MegatronLayoutFor(result.best, model));
-    return plan::MegatronArgumentsText(layout, result.best, model);
+    return parsed.count("one-per-line") ? plan::MegatronArgumentLines(layout)
+                                        : plan::MegatronArgumentsText(layout, result.best, model);
   }
   if (emit == "torchtitan") return TorchtitanOutput(parsed, result, model);
   if (emit == "jobset") {

@@ -33,6 +33,7 @@
 #include "hetrun/pipeline/plan_layout.h"
 #include "metrics/metrics_server.h"
 #include "metrics/pod_metrics.h"
+#include "preflight/default_python.h"
 #include "preflight/layout_state_resume.h"
 #include "preflight/nvml_families.h"
 #include "preflight/preflight.h"
@@ -120,7 +121,9 @@ cxxopts::Options RunOptions() {
       "default host 0.0.0.0, port 0 = any free one) (HETRUN_METRICS_PORT, default off)",
       cxxopts::value<std::string>())("h,help", "this text");
   options.add_options("torchrun")(
-      "python", "interpreter for a .py program and -m (HETRUN_PYTHON, default python3)",
+      "python",
+      "interpreter for a .py program and -m (HETRUN_PYTHON; default: the python beside a "
+      "pip-installed hetrun, else python3)",
       cxxopts::value<std::string>())("m,module", "run the program as python -m MODULE")(
       "no-python", "execute the program directly, even a .py file")(
       "run-path", "run the program with the Python interpreter whatever its name")(
@@ -453,6 +456,8 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
   HETRUN_ASSIGN_OR_RETURN(plan.inventory, DeclaredInventory(env, topology_options.fake_gpus));
   if (!plan.inventory && !env.Get("HETRUN_GPU_FAMILY")) plan.nvml_families = GpuFamiliesFromNvml();
   HETRUN_ASSIGN_OR_RETURN(plan.preflight, ReadPreflightOptions(parsed, env));
+  plan.preflight.python = parsed.count("python") ? parsed["python"].as<std::string>()
+                                                 : PythonOrDefault(env.Get("HETRUN_PYTHON"));
   plan.run_id = parsed["run-id"].as<std::string>();
   plan.role = parsed["role"].as<std::string>();
   plan.signals_to_handle = parsed["signals-to-handle"].as<std::string>();
@@ -693,7 +698,7 @@ Result<RunCommandLine> ParseRunCommandLine(cxxopts::Options& options,
   }
   HETRUN_ASSIGN_OR_RETURN(
       std::string python,
-      Setting<std::string>(line.parsed, "python", context.env, "HETRUN_PYTHON", "python3",
+      Setting<std::string>(line.parsed, "python", context.env, "HETRUN_PYTHON", DefaultPython(),
                            [](std::string_view text) -> Result<std::string> {
                              if (text.empty()) return InvalidArgumentError("is empty");
                              return std::string(text);

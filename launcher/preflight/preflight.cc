@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <mutex>
 #include <random>
 #include <set>
@@ -380,6 +381,7 @@ Result<NodeRecord> DescribeNode(PreflightResult& result, const Topology& topolog
 // while this one watches the deadline and the signals: libtorch's connect retries for as long as
 // it is told and cannot be interrupted.
 Result<std::unique_ptr<Store>> ConnectInterruptibly(const StoreEndpoint& endpoint,
+                                                    const RendezvousLibrary& library,
                                                     const RendezvousOptions& rdzv) {
   struct Attempt {
     std::mutex mutex;
@@ -388,8 +390,8 @@ Result<std::unique_ptr<Store>> ConnectInterruptibly(const StoreEndpoint& endpoin
   auto attempt = std::make_shared<Attempt>();
   {
     SignalsBlockedForNewThreads blocked;  // the store's own threads inherit the mask too
-    std::thread([attempt, endpoint] {
-      Result<std::unique_ptr<Store>> store = OpenTcpStore(endpoint);
+    std::thread([attempt, endpoint, library] {
+      Result<std::unique_ptr<Store>> store = OpenTcpStore(endpoint, library);
       std::lock_guard<std::mutex> lock(attempt->mutex);
       attempt->result = std::move(store);
     }).detach();
@@ -433,13 +435,19 @@ Result<std::unique_ptr<JobRendezvous>> OpenRendezvous(const Topology& topology,
   rdzv.interrupted = options.interrupted;
   HETRUN_ASSIGN_OR_RETURN(std::string secret, JobSecret(env));
   rdzv.auth = RecordAuth(secret, options.job_id);
+  // The plugin and its torch are checked first: a wrong torch exits 78 before any port is bound.
+  HETRUN_ASSIGN_OR_RETURN(
+      RendezvousLibrary library, FindRendezvousLibrary([&]() -> Result<std::filesystem::path> {
+        HETRUN_ASSIGN_OR_RETURN(std::string dir, FindTorchPackageDir(options.python));
+        return std::filesystem::path(dir);
+      }));
   StoreEndpoint endpoint{topology.master_addr.value, topology.master_port.value,
                          membership.member == 0, options.rdzv_timeout};
   endpoint.library_warnings = spdlog::should_log(spdlog::level::debug);
   if (endpoint.is_server) {
     HETRUN_ASSIGN_OR_RETURN(endpoint.listen_fd, ListenOnJobAddress(endpoint.host, endpoint.port));
   }
-  Result<std::unique_ptr<Store>> store = ConnectInterruptibly(endpoint, rdzv);
+  Result<std::unique_ptr<Store>> store = ConnectInterruptibly(endpoint, library, rdzv);
   if (!store.ok()) {
     if (store.status().code() == StatusCode::kDeadlineExceeded) {
       return DeadlineExceededError(

@@ -42,6 +42,9 @@ struct PreflightOptions {
   /// ("" when none).
   std::string layout_state_path;
   std::string layout_state;
+  /// The interpreter asked where torch is when the rendezvous plugin's torch is not in the folder
+  /// it records (--python, HETRUN_PYTHON, else preflight/default_python.h).
+  std::string python = "python3";
   /// Polled by every wait (store connect, rendezvous): a shutdown signal's number ends it.
   InterruptFn interrupted;
 };

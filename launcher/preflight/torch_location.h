@@ -9,9 +9,14 @@
 
 namespace hetrun::launcher {
 
-/// Runs `python -c "import torch, os; print(os.path.dirname(torch.__file__))"` with the python
-/// named by HETRUN_PYTHON (default python3, searched in PATH) and returns "<dir>/lib".
-/// kFailedPrecondition when python or torch is missing; kDeadlineExceeded after `timeout`.
+/// The torch package folder (holding version.py and lib/) as `python` finds it: importlib's
+/// find_spec, which locates torch without importing it (milliseconds, not seconds).
+/// kFailedPrecondition when python cannot run or has no torch; kDeadlineExceeded after `timeout`.
+Result<std::string> FindTorchPackageDir(
+    const std::string& python, std::chrono::milliseconds timeout = std::chrono::seconds(120));
+
+/// FindTorchPackageDir with the python named by HETRUN_PYTHON (default:
+/// preflight/default_python.h), plus "/lib"; kFailedPrecondition when that is not a folder.
 Result<std::string> FindTorchLibDir(const Environment& env,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(120));
 

@@ -11,11 +11,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "hetrun/base/status.h"
+#include "rendezvous/plugin_torch.h"
 
 namespace hetrun::launcher {
 
@@ -69,10 +71,23 @@ struct StoreEndpoint {
 inline constexpr const char* kOpenTcpStoreSymbol = "hetrun_open_tcp_store_v2";
 using OpenTcpStoreFn = int (*)(const StoreEndpoint* endpoint, Store** store, std::string* error);
 
-/// Loads libhetrun_rendezvous.so (next to the binary: $ORIGIN/../lib; or the build tree's lib
-/// dir) and opens a TCPStore connection (hosting the server when endpoint.is_server).
-/// kFailedPrecondition when the library is absent (a build without libtorch).
-Result<std::unique_ptr<Store>> OpenTcpStore(const StoreEndpoint& endpoint);
+/// The plugin to load and the lib/ folder of the torch it was checked against.
+struct RendezvousLibrary {
+  std::filesystem::path plugin;
+  std::filesystem::path torch_lib;
+};
+
+/// Finds libhetrun_rendezvous.so (next to the binary: $ORIGIN/../lib; the build tree's lib dir;
+/// for the wheel's launcher, site-packages/hetrun of the environment it is installed in) and
+/// checks the torch it needs (rendezvous/plugin_torch.h; `lookup` asks the interpreter where
+/// torch is when the record's folder holds none). Loads nothing. kFailedPrecondition (exit 78)
+/// when the library is absent (a build without libtorch) or its torch release is not installed.
+Result<RendezvousLibrary> FindRendezvousLibrary(const TorchDirLookup& lookup);
+
+/// Loads the checked torch's libtorch_cpu.so (so the plugin binds to that one), then the plugin,
+/// and opens a TCPStore connection (hosting the server when endpoint.is_server).
+Result<std::unique_ptr<Store>> OpenTcpStore(const StoreEndpoint& endpoint,
+                                            const RendezvousLibrary& library);
 
 /// Records that a thread was left inside the store library (a call that never got an answer, a
 /// connect cut short by a signal). Such a process must end with _exit after flushing its output:

@@ -1,5 +1,6 @@
-// OpenTcpStore: finds libhetrun_rendezvous.so and calls its entry point. dlopen happens only for
-// multi-node jobs, so a single-node `hetrun run` never loads libtorch.
+// FindRendezvousLibrary and OpenTcpStore: find libhetrun_rendezvous.so, check the torch it needs,
+// load it and call its entry point. dlopen happens only for multi-node jobs, so a single-node
+// `hetrun run` never loads libtorch.
 #include <dlfcn.h>
 #include <limits.h>
 #include <spdlog/spdlog.h>
@@ -23,7 +24,8 @@ namespace {
 constexpr const char* kLibraryName = "libhetrun_rendezvous.so";
 
 // $ORIGIN/../<libdir>, $ORIGIN/../lib (the installed layout and the build tree's bin/ + lib/),
-// then the build tree's lib dir compiled in (tests run binaries from other folders).
+// the wheel's site-packages/hetrun beside its bin/, then the build tree's lib dir compiled in
+// (tests run binaries from other folders).
 std::vector<std::filesystem::path> Candidates() {
   std::vector<std::filesystem::path> dirs;
   char self[PATH_MAX];
@@ -31,6 +33,14 @@ std::vector<std::filesystem::path> Candidates() {
   if (n > 0) {
     self[n] = '\0';
     std::filesystem::path bin = std::filesystem::path(self).parent_path();
+#ifdef HETRUN_WHEEL_PYTHON_VERSION
+    // pip puts scripts in <prefix>/bin and the package in <prefix>/lib/pythonX.Y/site-packages
+    // (venv, --user, --prefix, conda); Debian's system pip uses dist-packages.
+    for (const char* site : {"site-packages", "dist-packages"}) {
+      dirs.push_back(bin.parent_path() / "lib" / ("python" HETRUN_WHEEL_PYTHON_VERSION) / site /
+                     "hetrun");
+    }
+#endif
     dirs.push_back(bin.parent_path() / HETRUN_INSTALL_LIBDIR);
     dirs.push_back(bin.parent_path() / "lib");
   }
@@ -43,9 +53,37 @@ std::vector<std::filesystem::path> Candidates() {
   return files;
 }
 
-Result<OpenTcpStoreFn> LoadEntryPoint() {
+Result<OpenTcpStoreFn> LoadEntryPoint(const RendezvousLibrary& library) {
   static OpenTcpStoreFn cached = nullptr;
   if (cached != nullptr) return cached;
+  // The torch that CheckPluginTorch read the version of: the plugin's libtorch_cpu.so and
+  // libc10.so dependencies then resolve to it (by soname) whatever the plugin's RPATH finds.
+  // RTLD_LOCAL: libtorch's symbols stay out of the launcher's namespace. Never closed: the
+  // store's threads run library code until the process exits.
+  const std::filesystem::path torch_cpu = library.torch_lib / "libtorch_cpu.so";
+  if (dlopen(torch_cpu.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
+    return FailedPreconditionError(std::string("dlopen(") + torch_cpu.string() + "): " + dlerror());
+  }
+  void* handle = dlopen(library.plugin.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    return FailedPreconditionError(std::string("dlopen(") + library.plugin.string() +
+                                   "): " + dlerror());
+  }
+  void* symbol = dlsym(handle, kOpenTcpStoreSymbol);
+  if (symbol == nullptr) {
+    return FailedPreconditionError(std::string("dlsym(") + kOpenTcpStoreSymbol + ") in " +
+                                   library.plugin.string() +
+                                   ": not found (a library from another build?)");
+  }
+  spdlog::debug("rendezvous library {} with torch from {}", library.plugin.string(),
+                library.torch_lib.string());
+  cached = reinterpret_cast<OpenTcpStoreFn>(symbol);
+  return cached;
+}
+
+}  // namespace
+
+Result<RendezvousLibrary> FindRendezvousLibrary(const TorchDirLookup& lookup) {
   std::string tried;
   for (const std::filesystem::path& file : Candidates()) {
     std::error_code ec;
@@ -53,26 +91,12 @@ Result<OpenTcpStoreFn> LoadEntryPoint() {
       tried += (tried.empty() ? "" : ", ") + file.string();
       continue;
     }
-    // RTLD_LOCAL: libtorch's symbols stay out of the launcher's namespace. Never closed: the
-    // store's threads run library code until the process exits.
-    void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      return FailedPreconditionError(std::string("dlopen(") + file.string() + "): " + dlerror());
-    }
-    void* symbol = dlsym(handle, kOpenTcpStoreSymbol);
-    if (symbol == nullptr) {
-      return FailedPreconditionError(std::string("dlsym(") + kOpenTcpStoreSymbol + ") in " +
-                                     file.string() + ": not found (a library from another build?)");
-    }
-    spdlog::debug("rendezvous library {}", file.string());
-    cached = reinterpret_cast<OpenTcpStoreFn>(symbol);
-    return cached;
+    HETRUN_ASSIGN_OR_RETURN(std::filesystem::path torch_lib, CheckPluginTorch(file, lookup));
+    return RendezvousLibrary{file, torch_lib};
   }
   return FailedPreconditionError(std::string("multi-node jobs need ") + kLibraryName +
                                  " (built when libtorch is found), not found in: " + tried);
 }
-
-}  // namespace
 
 namespace {
 std::atomic<bool> abandoned_threads{false};
@@ -86,8 +110,9 @@ bool HasAbandonedThreads() {
   return abandoned_threads.load();
 }
 
-Result<std::unique_ptr<Store>> OpenTcpStore(const StoreEndpoint& endpoint) {
-  HETRUN_ASSIGN_OR_RETURN(OpenTcpStoreFn open, LoadEntryPoint());
+Result<std::unique_ptr<Store>> OpenTcpStore(const StoreEndpoint& endpoint,
+                                            const RendezvousLibrary& library) {
+  HETRUN_ASSIGN_OR_RETURN(OpenTcpStoreFn open, LoadEntryPoint(library));
   Store* store = nullptr;
   std::string error;
   int code = open(&endpoint, &store, &error);

@@ -6,32 +6,10 @@
 #include <map>
 #include <string_view>
 
+#include "hetrun/plan/layer_roles.h"
+
 namespace hetrun::plan {
 namespace {
-
-// A layer's name without the ".<k>" a repeated entry gets, lower-case.
-std::string BaseName(std::string_view name) {
-  size_t dot = name.rfind('.');
-  if (dot != std::string_view::npos && dot + 1 < name.size() &&
-      std::all_of(name.begin() + static_cast<std::ptrdiff_t>(dot) + 1, name.end(),
-                  [](char c) { return c >= '0' && c <= '9'; })) {
-    name = name.substr(0, dot);
-  }
-  std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
-}
-
-bool IsOneOf(const std::string& name, std::initializer_list<std::string_view> names) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-bool IsEmbeddingName(const std::string& base) {
-  return IsOneOf(base, {"embedding", "embeddings", "embed"});
-}
-bool IsHeadName(const std::string& base) {
-  return IsOneOf(base, {"head", "lm_head", "output", "output_layer", "loss"});
-}
 
 // One symbol per model layer, or the error for a layer Megatron cannot place.
 Result<std::string> LayerSymbols(const ModelSpec& model) {
@@ -39,7 +17,7 @@ Result<std::string> LayerSymbols(const ModelSpec& model) {
   const size_t last = model.layers.size() - 1;
   for (size_t k = 0; k < model.layers.size(); ++k) {
     const std::string& name = model.layers[k].name;
-    std::string base = BaseName(name);
+    std::string base = LayerBaseName(name);
     std::string where = "layer " + std::to_string(k) + " '" + name + "'";
     if (base == "mtp") {
       return InvalidArgumentError(where +
@@ -60,27 +38,6 @@ Result<std::string> LayerSymbols(const ModelSpec& model) {
     }
   }
   return symbols;
-}
-
-// "8 replicas (stages 0, 5)" for every replica count of the split.
-Status CheckEqualReplicas(const SplitFigures& split) {
-  std::map<int64_t, std::vector<const StageFigures*>> by_replicas;
-  for (const StageFigures& stage : split.stages) by_replicas[stage.slot.gpus].push_back(&stage);
-  if (by_replicas.size() <= 1) return Status::Ok();
-  std::string counts;
-  for (const auto& [replicas, stages] : by_replicas) {
-    std::string list;
-    for (const StageFigures* stage : stages) {
-      list += (list.empty() ? "" : ", ") + std::to_string(stage->stage) + " ('" + stage->slot.task +
-              "')";
-    }
-    counts += (counts.empty() ? "" : "; ") + std::to_string(replicas) + " replica" +
-              (replicas == 1 ? "" : "s") + " on stage" + (stages.size() == 1 ? " " : "s ") + list;
-  }
-  return InvalidArgumentError(
-      "Megatron-LM needs the same data-parallel size on every pipeline stage, but this plan "
-      "has " +
-      counts + ": give every stage entry of the cluster file the same gpus");
 }
 
 // "Ettt" -> "Et*3": a symbol run of n > 1 as x*n.
@@ -127,14 +84,78 @@ std::optional<std::pair<int64_t, int64_t>> FirstLast(const std::vector<std::stri
   return std::make_pair(t.front(), t.back());
 }
 
+// A model of only an embedding and an output layer: Megatron-LM divides by --num-layers.
+Status CheckHasTransformerLayers(const std::string& symbols, const ModelSpec& model) {
+  if (symbols.find('t') != std::string::npos) return Status::Ok();
+  std::string names;
+  for (const LayerSpec& layer : model.layers)
+    names += (names.empty() ? "'" : ", '") + layer.name + "'";
+  return InvalidArgumentError(
+      "the model has no transformer layers (its layers " + names +
+      " are its embedding and output layer): Megatron-LM rejects --num-layers 0 (a division by "
+      "zero when it splits the layers over the pipeline stages); --emit megatron needs at least "
+      "one transformer layer");
+}
+
+// The header's lines about the E/L/t mapping and the data-parallel size.
+std::string MappingComment(const MegatronLayout& layout, const ModelSpec& model) {
+  const size_t layers = model.layers.size();
+  std::string out =
+      layout.embedding_from_model
+          ? "# E = model layer 0 '" + model.layers.front().name + "'"
+          : std::string("# E = Megatron's embedding on the first stage (not a model layer)");
+  out += layout.head_from_model
+             ? "; L = model layer " + std::to_string(layers - 1) + " '" + model.layers.back().name +
+                   "'"
+             : std::string(
+                   "; L = Megatron's output layer and loss on the last stage (not a "
+                   "model layer)");
+  out += "; t = the other " + std::to_string(layout.num_layers) +
+         " layers (--num-layers counts only these).\n";
+  out += "# Data-parallel size " + std::to_string(layout.data_parallel_size) +
+         " on every stage: world size " +
+         std::to_string(layout.data_parallel_size * layout.pipeline_size) +
+         " with tensor and context parallel size 1.\n";
+  return out;
+}
+
+// What the layout replaces (Megatron refuses them beside it), the older form when it exists, and
+// how to pass the arguments from a script.
+std::string ReplacesComment(const MegatronLayout& layout) {
+  std::string out =
+      "# The layout replaces --decoder-first-pipeline-num-layers, "
+      "--decoder-last-pipeline-num-layers,\n#   --account-for-embedding-in-pipeline-split, "
+      "--account-for-loss-in-pipeline-split and the virtual-pipeline flags\n#   "
+      "(--num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank): "
+      "Megatron-LM\n#   refuses them together with --pipeline-model-parallel-layout, so drop "
+      "them from the command.\n";
+  if (layout.first_last) {
+    out +=
+        "# Older form of the same split, instead of the layout, never beside it (embedding and "
+        "output layer not counted):\n#   --decoder-first-pipeline-num-layers " +
+        std::to_string(layout.first_last->first) + " --decoder-last-pipeline-num-layers " +
+        std::to_string(layout.first_last->second) + "\n";
+  } else if (layout.pipeline_size > 1) {
+    out +=
+        "# The older --decoder-first/last-pipeline-num-layers cannot express this split (its "
+        "middle stages differ, or a stage holds no transformer layer).\n";
+  }
+  out +=
+      "# The quoted line below is for pasting into a shell; spliced unquoted through $(...) its "
+      "quotes stay in the\n#   argument and Megatron-LM rejects them. In a script: mapfile -t "
+      "ARGS < <(hetrun plan ... --emit megatron --one-per-line)\n#   then pass \"${ARGS[@]}\".\n";
+  return out;
+}
+
 }  // namespace
 
 Result<MegatronLayout> MegatronLayoutFor(const SplitFigures& split, const ModelSpec& model) {
   if (split.stages.empty() || model.layers.empty()) {
     return InvalidArgumentError("an empty plan has no Megatron layout");
   }
-  HETRUN_RETURN_IF_ERROR(CheckEqualReplicas(split));
+  HETRUN_RETURN_IF_ERROR(CheckEqualReplicas(split, "Megatron-LM"));
   HETRUN_ASSIGN_OR_RETURN(std::string symbols, LayerSymbols(model));
+  HETRUN_RETURN_IF_ERROR(CheckHasTransformerLayers(symbols, model));
   MegatronLayout layout;
   layout.pipeline_size = static_cast<int64_t>(split.stages.size());
   layout.num_layers = std::count(symbols.begin(), symbols.end(), 't');
@@ -152,45 +173,31 @@ Result<MegatronLayout> MegatronLayoutFor(const SplitFigures& split, const ModelS
   return layout;
 }
 
+std::vector<std::string> MegatronArguments(const MegatronLayout& layout) {
+  return {"--pipeline-model-parallel-size",  std::to_string(layout.pipeline_size), "--num-layers",
+          std::to_string(layout.num_layers), "--pipeline-model-parallel-layout",   layout.layout};
+}
+
 std::string MegatronArgumentsText(const MegatronLayout& layout, const SplitFigures& split,
                                   const ModelSpec& model) {
-  const size_t layers = model.layers.size();
   std::string out = "# Megatron-LM arguments for hetrun's plan " + split.CountsString() + " (" +
-                    std::to_string(layers) + " model layers, " +
+                    std::to_string(model.layers.size()) + " model layers, " +
                     std::to_string(layout.pipeline_size) + " stages).\n";
   out += std::string("# Grammar: ") + kMegatronGrammarVersion +
          " --pipeline-model-parallel-layout (megatron/core/transformer/"
          "pipeline_parallel_layer_layout.py):\n#   stages split by '|', E = embedding, t = "
          "transformer layer, L = output layer and loss, x*N and (...)*N repeat.\n";
-  out += layout.embedding_from_model
-             ? "# E = model layer 0 '" + model.layers.front().name + "'"
-             : std::string("# E = Megatron's embedding on the first stage (not a model layer)");
-  out += layout.head_from_model
-             ? "; L = model layer " + std::to_string(layers - 1) + " '" + model.layers.back().name +
-                   "'"
-             : std::string(
-                   "; L = Megatron's output layer and loss on the last stage (not a "
-                   "model layer)");
-  out += "; t = the other " + std::to_string(layout.num_layers) +
-         " layers (--num-layers counts only these).\n";
-  out += "# Data-parallel size " + std::to_string(layout.data_parallel_size) +
-         " on every stage: world size " +
-         std::to_string(layout.data_parallel_size * layout.pipeline_size) +
-         " with tensor and context parallel size 1.\n";
-  if (layout.first_last) {
-    out +=
-        "# Older form of the same split (embedding and output layer not counted):\n#   "
-        "--decoder-first-pipeline-num-layers " +
-        std::to_string(layout.first_last->first) + " --decoder-last-pipeline-num-layers " +
-        std::to_string(layout.first_last->second) + "\n";
-  } else if (layout.pipeline_size > 1) {
-    out +=
-        "# The older --decoder-first/last-pipeline-num-layers cannot express this split (its "
-        "middle stages differ, or a stage holds no transformer layer).\n";
-  }
-  out += "--pipeline-model-parallel-size " + std::to_string(layout.pipeline_size) +
-         " --num-layers " + std::to_string(layout.num_layers) +
-         " --pipeline-model-parallel-layout '" + layout.layout + "'\n";
+  out += MappingComment(layout, model);
+  out += ReplacesComment(layout);
+  std::vector<std::string> arguments = MegatronArguments(layout);
+  arguments.back() = "'" + arguments.back() + "'";  // the layout holds |, ( and *
+  for (size_t k = 0; k < arguments.size(); ++k) out += (k == 0 ? "" : " ") + arguments[k];
+  return out + "\n";
+}
+
+std::string MegatronArgumentLines(const MegatronLayout& layout) {
+  std::string out;
+  for (const std::string& argument : MegatronArguments(layout)) out += argument + "\n";
   return out;
 }
 

@@ -201,5 +201,58 @@ TEST(PlanCliTest, EmitMegatronRefusesUnevenReplicasWith78) {
             64);
 }
 
+// The form a script needs: `mapfile -t` gives one argument per line, none with a quote, where the
+// quoted line spliced unquoted through $(...) keeps the quotes in the layout argument.
+TEST(PlanCliTest, EmitMegatronOnePerLineGivesMapfileTheArgumentsWithoutQuotes) {
+  testing::ProcessOptions options;
+  options.env = std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"},
+                                                   {"HETRUN", HETRUN_BINARY},
+                                                   {"CLUSTER", kCluster},
+                                                   {"MODEL", kModel}};
+  options.timeout = std::chrono::seconds(30);
+  const std::string plan =
+      "\"$HETRUN\" plan --cluster \"$CLUSTER\" --model \"$MODEL\" "
+      "--emit megatron";
+  ProcessResult mapped =
+      testing::RunProcess({"/bin/bash", "-c",
+                           "set -euo pipefail; mapfile -t ARGS < <(" + plan +
+                               " --one-per-line); printf '<%s>\\n' \"${ARGS[@]}\""},
+                          options);
+  ASSERT_EQ(mapped.exit_code, 0) << mapped.err;
+  EXPECT_EQ(mapped.out,
+            "<--pipeline-model-parallel-size>\n<6>\n<--num-layers>\n<62>\n"
+            "<--pipeline-model-parallel-layout>\n<Et*3|(t*14|)*4t*3L>\n");
+  EXPECT_EQ(mapped.out.find('\''), std::string::npos) << mapped.out;
+  // The trap --one-per-line avoids: the quoted form through $(...) keeps its quotes.
+  ProcessResult spliced = testing::RunProcess(
+      {"/bin/bash", "-c", "set -f; set -- $(" + plan + " | grep -v '^#'); printf '<%s>\\n' \"$6\""},
+      options);
+  ASSERT_EQ(spliced.exit_code, 0) << spliced.err;
+  EXPECT_EQ(spliced.out, "<'Et*3|(t*14|)*4t*3L'>\n");
+}
+
+TEST(PlanCliTest, EmitMegatronModelWithoutTransformerLayersExits78NamingTheReason) {
+  testing::TempDir dir;
+  std::string model = dir.WriteFile("model.json", R"({"micro_batches": 4, "layers": [
+      {"name": "embedding", "cost": 1, "bytes": 1}, {"name": "head", "cost": 1, "bytes": 1}]})");
+  std::string cluster = dir.WriteFile(
+      "cluster.json", R"({"stages": [{"task": "w", "family": "hopper", "memory_bytes": 1e9}]})");
+  ProcessResult r = Hetrun({"plan", "--cluster", cluster, "--model", model, "--emit", "megatron"});
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find("the model has no transformer layers"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Megatron-LM rejects --num-layers 0"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(PlanCliTest, OnePerLineWithoutEmitMegatronIsAUsageError) {
+  ProcessResult r = Hetrun({"plan", "--cluster", kCluster, "--model", kModel, "--one-per-line"});
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_NE(r.err.find("--one-per-line goes with --emit megatron"), std::string::npos) << r.err;
+  EXPECT_EQ(Hetrun({"plan", "--cluster", kCluster, "--model", kModel, "--emit", "volcano",
+                    "--one-per-line"})
+                .exit_code,
+            64);
+}
+
 }  // namespace
 }  // namespace hetrun

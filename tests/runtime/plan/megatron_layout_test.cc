@@ -186,6 +186,52 @@ TEST(MegatronLayoutTest, UnevenReplicasAreRefusedNamingStagesAndCounts) {
       << layout.status().message();
 }
 
+TEST(MegatronLayoutTest, ModelWithoutTransformerLayersIsRefusedNamingTheReason) {
+  // Megatron-LM builds E and L itself: --num-layers 0 divides by zero in its layer split.
+  ModelSpec ends = Model({"embedding", "head"});
+  auto layout = MegatronLayoutFor(Split(ends, {1, 1}), ends);
+  ASSERT_FALSE(layout.ok());
+  EXPECT_EQ(layout.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(layout.status().message().find(
+                "the model has no transformer layers (its layers 'embedding', 'head' are its "
+                "embedding and output layer): Megatron-LM rejects --num-layers 0"),
+            std::string::npos)
+      << layout.status().message();
+  ModelSpec one = Model({"embedding", "block", "head"});
+  EXPECT_TRUE(MegatronLayoutFor(Split(one, {2, 1}), one).ok());
+}
+
+TEST(MegatronLayoutTest, ArgumentLinesHoldOneUnquotedArgumentEachAndNoComment) {
+  ModelSpec model = Model(SeedNames());
+  auto layout = MegatronLayoutFor(Split(model, {4, 14, 14, 14, 14, 4}), model);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  EXPECT_EQ(MegatronArgumentLines(*layout),
+            "--pipeline-model-parallel-size\n6\n--num-layers\n62\n"
+            "--pipeline-model-parallel-layout\nEt*3|(t*14|)*4t*3L\n");
+  EXPECT_EQ(MegatronArguments(*layout).back(), "Et*3|(t*14|)*4t*3L");
+}
+
+TEST(MegatronLayoutTest, HeaderSaysWhichMegatronFlagsTheLayoutReplaces) {
+  ModelSpec model = Model(SeedNames());
+  SplitFigures split = Split(model, {4, 14, 14, 14, 14, 4});
+  auto layout = MegatronLayoutFor(split, model);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  std::string text = MegatronArgumentsText(*layout, split, model);
+  std::string header = text.substr(0, text.rfind("\n--pipeline-model-parallel-size"));
+  for (const char* flag :
+       {"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+        "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+        "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank"}) {
+    EXPECT_NE(header.find(flag), std::string::npos) << flag << " in\n" << header;
+  }
+  EXPECT_NE(header.find("# The layout replaces "), std::string::npos) << header;
+  EXPECT_NE(header.find("refuses them together with --pipeline-model-parallel-layout"),
+            std::string::npos)
+      << header;
+  EXPECT_NE(header.find("instead of the layout, never beside it"), std::string::npos) << header;
+  EXPECT_NE(header.find("--one-per-line"), std::string::npos) << header;
+}
+
 TEST(MegatronLayoutTest, RandomSplitsExpandBackToThePlan) {
   std::mt19937_64 random(19);
   for (int trial = 0; trial < 300; ++trial) {

@@ -38,13 +38,24 @@ struct MegatronLayout {
 /// writes the split in the layout grammar. A model without those end layers gets E on the first
 /// stage and L on the last as markers (Megatron always builds both there). kInvalidArgument
 /// when stages have different replica counts (naming the stages and counts), when an
-/// embedding- or head-named layer is not at its end of the model, or for an "mtp" layer
-/// (Megatron's MTP layers need --mtp-num-layers, which hetrun does not emit).
+/// embedding- or head-named layer is not at its end of the model, for an "mtp" layer
+/// (Megatron's MTP layers need --mtp-num-layers, which hetrun does not emit), and for a model
+/// without transformer layers (Megatron-LM rejects --num-layers 0 with a division by zero).
 Result<MegatronLayout> MegatronLayoutFor(const SplitFigures& split, const ModelSpec& model);
 
-/// The arguments with comments naming the grammar, the mapping and the data-parallel size:
-/// `hetrun plan --emit megatron`'s output.
+/// The arguments Megatron-LM takes, one element each and unquoted: --pipeline-model-parallel-size
+/// N --num-layers N --pipeline-model-parallel-layout LAYOUT.
+std::vector<std::string> MegatronArguments(const MegatronLayout& layout);
+
+/// The arguments with comments naming the grammar, the mapping, the data-parallel size and the
+/// Megatron flags the layout replaces, then the arguments on one line with the layout in single
+/// quotes (for pasting into a shell): `hetrun plan --emit megatron`'s output.
 std::string MegatronArgumentsText(const MegatronLayout& layout, const SplitFigures& split,
                                   const ModelSpec& model);
+
+/// One argument a line, unquoted and without comments: `hetrun plan --emit megatron
+/// --one-per-line`, for `mapfile -t ARGS < <(hetrun plan ...)` and then `"${ARGS[@]}"` (the
+/// quoted line of MegatronArgumentsText keeps its quotes when spliced unquoted through $(...)).
+std::string MegatronArgumentLines(const MegatronLayout& layout);
 
 }  // namespace hetrun::plan
