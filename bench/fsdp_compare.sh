@@ -27,7 +27,10 @@ get() { sed -n "s/^$2=//p" "$work/$1"; }
 train() {  # NAME NPROC ARGS...: one run under `hetrun run`, its summary in $work/NAME
   local name=$1 nproc=$2
   shift 2
-  "$hetrun" run --nproc-per-node "$nproc" "$@" --summary "$work/$name" > "$work/$name.log" 2>&1 ||
+  local port
+  port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$hetrun" run --nproc-per-node "$nproc" --master-port "$port" "$@" --summary "$work/$name" \
+    > "$work/$name.log" 2>&1 ||
     { echo "fsdp_compare: $name failed:"; tail -30 "$work/$name.log"; exit 1; }
 }
 # Overhead: the two runs alternate twice, each figure the better of its two (noise from other
