@@ -6,7 +6,7 @@
     tuner = hetrun.Tuner(global_batch=192, window=10, model=model)
     for step in range(steps):
         lo, n = tuner.offset, tuner.share     # this rank's slice of this step's global batch
-        with tuner.step():                    # times this rank's compute (up to its last bucket)
+        with tuner.step():                    # times this rank's compute (not its waits)
             tuner.loss(per_sample_losses_of(x[lo:lo + n])).backward()
         opt.step(); opt.zero_grad()
 
@@ -16,7 +16,8 @@ runtime and `hetrun simulate`. It does not link libtorch; the torch side is plai
 torch.distributed, so it works with the torch of the user's image (see README "Python trainers").
 hetrun.pipeline binds the pipeline core for live re-balancing: the layout file (HETRUN_PLAN), the
 Rebalancer and the MeasurementLog (see README "Live re-balancing from Python").
-FSDP is out of scope: its forward all-gathers put other ranks' waiting inside any timed region.
+Tuner(model=) also takes the root module FSDP2's fully_shard returned (HSDP included): it times
+each unit's compute between FSDP's hooks (docs/how-to/fsdp2.md).
 """
 
 from hetrun._core import __version__

@@ -27,10 +27,14 @@ class WindowReport:
     overhead_ms: float  #: the tuner's cost to the job this window (see window_loop.h)
     tuner_overhead: float  #: overhead_ms as a fraction of the window's wall time
     changed: bool  #: whether this window's decision moved the split
+    #: per rank: the largest micro-batch of the window's last step (its share without
+    #: tuner.micro_batches()) and how many micro-batches that step ran (1 without)
+    micro_batch_size: List[int] = dataclasses.field(default_factory=list)
+    micro_batch_count: List[int] = dataclasses.field(default_factory=list)
 
 
-def build_report(raw: dict, batch: int, min_share: int, shares: list,
-                 applies_from: int) -> WindowReport:
+def build_report(raw: dict, batch: int, min_share: int, shares: list, applies_from: int,
+                 micro_sizes: list, micro_counts: list) -> WindowReport:
     ranks = raw["ranks"]
     compute = [r["compute_ms"] for r in ranks]
     slowest = max(compute) if compute else 0.0
@@ -53,4 +57,6 @@ def build_report(raw: dict, batch: int, min_share: int, shares: list,
         overhead_ms=raw["overhead_ms"],
         tuner_overhead=raw["overhead_fraction"],
         changed=list(raw["shares_next"]) != list(raw["shares_used"]),
+        micro_batch_size=list(micro_sizes),
+        micro_batch_count=list(micro_counts),
     )

@@ -83,3 +83,123 @@ class CudaStepClock:
             samples, begin, end = self._pending.popleft()
             done.append((samples, float(begin.elapsed_time(end))))
         return done
+
+
+class CpuIntervalClock:
+    """Sums compute intervals opened by resume() and closed by pause() (docs/ARCHITECTURE.md
+    §5.8): under FSDP2 each interval lies between two of FSDP's hooks, so the all-gathers and
+    reduce-scatters (which block on CPU) fall between intervals. With a slowdown k > 1 each
+    interval is stretched to k times its real length by sleeping before it closes; a wait is
+    never stretched. Calls outside start()/finish() are ignored (an eval forward)."""
+
+    def __init__(self, slowdown: float) -> None:
+        self.slowdown = slowdown
+        self._active = False
+        self._since: Optional[float] = None  # start of the open interval; None while paused
+        self._paused_at: Optional[float] = None  # host time the clock last paused (in a step)
+        self._compute = 0.0
+        self._wait = 0.0
+        self._intervals = 0
+        self._samples = 0
+
+    def start(self, samples: int) -> None:
+        """A step begins, paused: the first interval opens after the root's all-gather wait."""
+        self._active = True
+        self._samples = samples
+        self._since = self._paused_at = None
+        self._compute = self._wait = 0.0
+        self._intervals = 0
+
+    def resume(self) -> None:
+        if not self._active or self._since is not None:
+            return
+        now = time.perf_counter()
+        if self._paused_at is not None:
+            self._wait += now - self._paused_at
+        self._since = now
+
+    def pause(self) -> None:
+        if self._since is None:
+            return
+        now = time.perf_counter()
+        if self.slowdown > 1.0:
+            time.sleep((self.slowdown - 1.0) * (now - self._since))
+            now = time.perf_counter()
+        self._compute += now - self._since
+        self._intervals += 1
+        self._since = None
+        self._paused_at = now
+
+    @property
+    def intervals(self) -> int:
+        """Intervals closed in the current (or last) step."""
+        return self._intervals
+
+    def finish(self) -> Tuple[List[Tuple[int, float]], float]:
+        """Closes the step: ([(samples, compute_ms)], host ms spent inside FSDP's hooks)."""
+        self.pause()
+        if self._paused_at is not None:
+            self._wait += time.perf_counter() - self._paused_at
+        self._active = False
+        return [(self._samples, self._compute * 1000.0)], self._wait * 1000.0
+
+
+class CudaIntervalClock:
+    """The same intervals as CUDA events on the current stream: resume() records an event after
+    FSDP's hook has made the stream wait for its all-gather, pause() one before the next hook, so
+    the GPU time between the two is this rank's kernels only. A step's sum is returned once its
+    last event completed (usually a step later), tagged with its sample count."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.slowdown = 1.0
+        self._device = device
+        self._pending: collections.deque = collections.deque()
+        self._pairs: List[list] = []
+        self._active = False
+        self._open = None
+        self._samples = 0
+        self._paused_at: Optional[float] = None
+        self._wait = 0.0
+
+    def start(self, samples: int) -> None:
+        self._active = True
+        self._samples = samples
+        self._pairs = []
+        self._open = None
+        self._paused_at = None
+        self._wait = 0.0
+
+    def resume(self) -> None:
+        if not self._active or self._open is not None:
+            return
+        if self._paused_at is not None:
+            self._wait += time.perf_counter() - self._paused_at
+        begin = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        self._open = begin
+
+    def pause(self) -> None:
+        if self._open is None:
+            return
+        end = torch.cuda.Event(enable_timing=True)
+        end.record()
+        self._pairs.append((self._open, end))
+        self._open = None
+        self._paused_at = time.perf_counter()
+
+    @property
+    def intervals(self) -> int:
+        return len(self._pairs)
+
+    def finish(self) -> Tuple[List[Tuple[int, float]], float]:
+        self.pause()
+        if self._paused_at is not None:
+            self._wait += time.perf_counter() - self._paused_at
+        self._active = False
+        self._pending.append((self._samples, self._pairs))
+        self._pairs = []
+        done = []
+        while self._pending and (not self._pending[0][1] or self._pending[0][1][-1][1].query()):
+            samples, pairs = self._pending.popleft()
+            done.append((samples, sum(float(b.elapsed_time(e)) for b, e in pairs)))
+        return done, self._wait * 1000.0

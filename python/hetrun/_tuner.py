@@ -1,6 +1,8 @@
 """hetrun.Tuner: each rank's share of the global batch from its measured compute times, with
-exact gradients (docs/ARCHITECTURE.md §5.2, §5.3). Windows, warm-up, cost model and solver are
-the C++ core's (hetrun._core.WindowLoop); this file times the steps and exchanges the records."""
+exact gradients (docs/ARCHITECTURE.md §5.2, §5.3, §5.8). Windows, warm-up, cost model and solver
+are the C++ core's (hetrun._core.WindowLoop); this file scales the losses, plans micro-batches and
+exchanges the records. Where a rank's compute ends and its waiting begins is the engine's
+(hetrun._engine: no model, _ddp: DistributedDataParallel, _fsdp: FSDP2's fully_shard)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ import torch
 import torch.distributed as dist
 
 from hetrun import _core
+from hetrun._engine import engine_for
 from hetrun._report import WindowReport, build_report
-from hetrun._timing import CpuStepClock, CudaStepClock
+
+_EXTRA = "<qqqq"  # after the core's record: next unproduced step, micro-batch size, count, fixed
 
 _REDUCTIONS = ("mean", "sum")
 
@@ -51,15 +55,23 @@ class Tuner:
     """Balances one data-parallel group's global batch over its ranks.
 
     global_batch: samples per step over the group (B). window: steps per window (W).
-    model: a DistributedDataParallel module; the tuner registers a communication hook on it that
+    model: a DistributedDataParallel module (the tuner registers a communication hook that
       marks this rank's last gradient bucket as the end of its compute region, then all-reduces
-      like DDP's default hook (dividing by the group size for reduction="mean"). Without model,
-      the step() block must end before any collective (users who all-reduce themselves).
+      like DDP's default hook, dividing by the group size for reduction="mean"), or the root
+      module fully_shard returned (FSDP2, HSDP included: every unit's compute is timed between
+      FSDP's hooks, see hetrun/_fsdp.py). Without model, the step() block must end before any
+      collective (users who all-reduce themselves).
     warmup: steps no fit sees. min_share / max_share: bounds of every rank's share.
-    group: the process group (default WORLD; with model=, model.process_group).
+    group: the process group (default WORLD; with model=, model.process_group or the FSDP
+      mesh's data-parallel group, which group= must then equal).
     reduction: "mean" (DDP's mean all-reduce; loss factor group_size / B) or "sum" (the user's
       own SUM all-reduce; loss factor 1 / B). tune=False keeps the initial split (a baseline).
     shares: the initial split (default as even as possible).
+    bytes_per_sample: activation bytes per sample (the fixed part excluded): micro_batches()
+      then caps each micro-batch so that fixed + size x bytes_per_sample stays within
+      memory_ceiling_bytes (default HETRUN_MEMORY_CEILING_BYTES); the fixed part is the largest
+      torch.cuda.memory_allocated() any rank saw at a step's start (0 on CPU). Pass it on every
+      rank alike (one all-gather at construction).
     Other keywords go to the controller and cost model by their C++ names: dead_band,
     noise_sigmas, min_gain, max_step, max_relative_step, forgetting, max_points,
     min_relative_spread, change_sigmas, change_floor, local_width, min_slope_fraction,
@@ -69,7 +81,8 @@ class Tuner:
     def __init__(self, global_batch: int, window: int = 10, model=None, *, warmup: int = 2,
                  min_share: int = 1, max_share: Optional[int] = None, group=None,
                  reduction: str = "mean", tune: bool = True,
-                 shares: Optional[List[int]] = None, **controller_options) -> None:
+                 shares: Optional[List[int]] = None, bytes_per_sample: Optional[int] = None,
+                 memory_ceiling_bytes: Optional[int] = None, **controller_options) -> None:
         _positive_int("global_batch", global_batch, 1)
         _positive_int("window", window, 1)
         _positive_int("warmup", warmup, 0)
@@ -79,7 +92,8 @@ class Tuner:
         if not (dist.is_available() and dist.is_initialized()):
             raise RuntimeError("hetrun.Tuner needs torch.distributed initialised: call "
                                "dist.init_process_group() first")
-        group = self._group_of(model, group)
+        self._engine = engine_for(model, group)
+        group = self._engine.group
         self._group = group
         self._rank = dist.get_rank(group)
         if self._rank < 0:
@@ -111,13 +125,14 @@ class Tuner:
         self._factor = (self._size if reduction == "mean" else 1) / global_batch
         self._backend = dist.get_backend(group)
         self._device = self._comm_device()
-        if self._device.type == "cuda":
-            self._clock = CudaStepClock(self._device)
-        else:
-            self._clock = CpuStepClock(_core.emulated_slowdown())
+        self._memory = _Memory(bytes_per_sample, memory_ceiling_bytes, self._device)
+        self._fixed = self._memory.gather_fixed(self._group, self._size, self._device)
+        self._memory.largest(self._fixed)  # ValueError when not one sample fits
+        self._engine.setup(self._device, _core.emulated_slowdown(), self._size, reduction)
         self._heartbeat = _core.Heartbeat()
         self._set_shares(list(self._loop.shares))
-        self._schedule: List[tuple] = []  # (first step, shares) decided, not yet in force
+        self._schedule: List[tuple] = []  # (first step, shares, fixed bytes) not yet in force
+        self._micro = (self._share, 1)  # this step's largest micro-batch and count
         self._samplers: "weakref.WeakSet" = weakref.WeakSet()
         self._step_index = 0
         self._open = False
@@ -125,12 +140,8 @@ class Tuner:
         self._loss_samples = 0
         self._loss_calls = 0
         self._last_enter: Optional[float] = None
-        self._compute_end: Optional[float] = None
         self._report: Optional[WindowReport] = None
         self.reports: List[WindowReport] = []
-        self._hooked = model is not None
-        if model is not None:
-            self._register_hook(model)
 
     # ---- what a training loop reads ------------------------------------------------------
     @property
@@ -166,13 +177,37 @@ class Tuner:
         """Steps completed so far (the index of the next or current step)."""
         return self._step_index
 
+    @property
+    def engine(self) -> str:
+        """What model= is: "plain" (none), "DDP" or "FSDP2"."""
+        return self._engine.name
+
+    @property
+    def max_micro_batch(self) -> Optional[int]:
+        """The largest micro-batch that fits the memory ceiling (bytes_per_sample=), job-wide;
+        None without a memory model."""
+        return self._memory.largest(self._fixed)
+
     def micro_batches(self, max_micro_batch: int) -> List[int]:
-        """Sizes (as equal as possible, each <= max_micro_batch) that add up to this step's share,
-        for gradient accumulation under model.no_sync() when a share does not fit at once."""
+        """Sizes (as equal as possible, each <= max_micro_batch and <= the memory cap) that add
+        up to this step's share, for gradient accumulation (no_sync() under DDP,
+        set_requires_gradient_sync(False) on all but the last under FSDP2). Under FSDP2 the count
+        is job-wide: every rank gets as many micro-batches as the rank that needs the most (some
+        possibly empty), since each micro-batch's forward all-gathers. Pass the same
+        max_micro_batch on every rank."""
         _positive_int("max_micro_batch", max_micro_batch, 1)
+        cap = max_micro_batch
+        memory_cap = self.max_micro_batch
+        if memory_cap is not None:
+            cap = min(cap, memory_cap)
         share = self._share
-        _, count, _ = _core.plan_micro_batches(share, max_micro_batch)
-        return [share // count + (1 if i < share % count else 0) for i in range(count)]
+        if self._engine.lockstep_micro_batches:
+            count = max(max(-(-s // cap) for s in self._shares), 1)
+        else:
+            _, count, _ = _core.plan_micro_batches(share, cap)
+        sizes = [share // count + (1 if i < share % count else 0) for i in range(count)]
+        self._micro = (max(sizes), count)
+        return sizes
 
     def step(self) -> _Step:
         """`with tuner.step():` around this rank's forward and backward of the step."""
@@ -199,23 +234,12 @@ class Tuner:
     def shares_at(self, step: int) -> List[int]:
         """The split in force at `step` (>= the current step) as far as decided now."""
         shares = self._shares
-        for first, decided in self._schedule:
+        for first, decided, _ in self._schedule:
             if first <= step:
                 shares = decided
         return list(shares)
 
     # ---- internals -----------------------------------------------------------------------
-    @staticmethod
-    def _group_of(model, group):
-        if model is None:
-            return group
-        if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
-            raise ValueError(f"hetrun.Tuner: model= must be a DistributedDataParallel module, "
-                             f"got {type(model).__name__}")
-        if group is not None and group is not model.process_group:
-            raise ValueError("hetrun.Tuner: group= differs from model.process_group")
-        return model.process_group
-
     @staticmethod
     def _check_shares(shares, batch: int, min_share: int) -> List[int]:
         shares = [int(s) for s in shares]
@@ -234,48 +258,30 @@ class Tuner:
         self._offset = sum(shares[: self._rank])
         self._share = shares[self._rank]
 
-    def _register_hook(self, model) -> None:
-        existing = model._get_ddp_logging_data().get("comm_hook", "")
-        if existing:
-            raise ValueError(f"hetrun.Tuner: the model already has a DDP communication hook "
-                             f"({existing}); the tuner registers its own (see model=)")
-        model.register_comm_hook(self._group, self._comm_hook)
-
-    def _comm_hook(self, group, bucket):
-        # Runs in backward for each gradient bucket; the last bucket ends this rank's compute.
-        if bucket.is_last() and self._open:
-            self._compute_end = self._clock.mark_compute_end()
-        tensor = bucket.buffer()
-        if self.reduction == "mean":
-            tensor.div_(self._size)
-        work = dist.all_reduce(tensor, group=group, async_op=True)
-        return work.get_future().then(lambda fut: fut.value()[0])
-
     def _enter(self) -> None:
         if self._open:
             raise RuntimeError(f"tuner.step() entered while step {self._step_index} is still open "
                                f"(nested, or its `with` block was not exited)")
         self._open = True
         self._loss_samples = self._loss_calls = 0
-        self._compute_end = None
+        self._micro = (self._share, 1)
         now = time.perf_counter()
         self._step_ms = (now - self._last_enter) * 1000.0 if self._last_enter else None
         self._last_enter = now
-        self._clock.start(self._share)
+        self._memory.step_started()
+        self._engine.begin_step(self._share)
 
     def _exit(self, failed: bool) -> None:
         self._open = False
+        measured, wait_ms = self._engine.end_step()
         if failed:
             return
         if self._loss_calls and self._loss_samples != self._share:
             raise ValueError(f"tuner.loss() covered {self._loss_samples} samples this step, but "
                              f"this rank's share is {self._share} (slice [{self._offset}, "
                              f"{self._offset + self._share}))")
-        if not self._hooked and not self._clock.compute_ended:
-            self._clock.mark_compute_end()
-        measured = self._clock.finish()
+        self._engine.check_step(self._step_index)
         now = time.perf_counter()
-        wait_ms = (now - self._compute_end) * 1000.0 if self._compute_end else 0.0
         step_ms = self._step_ms if self._step_ms is not None else (now - self._last_enter) * 1e3
         t_hook = time.perf_counter()
         self._heartbeat.beat()
@@ -285,7 +291,8 @@ class Tuner:
         if record is not None:
             self._close_window(record)
         while self._schedule and self._schedule[0][0] <= self._step_index:
-            self._set_shares(list(self._schedule.pop(0)[1]))
+            _, shares, self._fixed = self._schedule.pop(0)
+            self._set_shares(list(shares))
 
     def _close_window(self, record: bytes) -> None:
         # One all-gather of (this rank's window record, the first step its loaders have not
@@ -293,28 +300,82 @@ class Tuner:
         pending = self._step_index
         for sampler in self._samplers:
             pending = max(pending, sampler.next_step)
-        payload = record + struct.pack("<q", pending)
+        payload = record + struct.pack(_EXTRA, pending, *self._micro, self._memory.local_fixed)
         mine = torch.frombuffer(bytearray(payload), dtype=torch.uint8).to(self._device)
         parts = [torch.empty_like(mine) for _ in range(self._size)]
         dist.all_gather(parts, mine, group=self._group)
         gathered = bytes(torch.cat(parts).cpu().tolist())
         width, stride = _core.RANK_WINDOW_BYTES, len(payload)
         raw = [gathered[r * stride:(r + 1) * stride] for r in range(self._size)]
-        first_step = max(struct.unpack("<q", r[width:])[0] for r in raw)
+        extra = [struct.unpack(_EXTRA, r[width:]) for r in raw]
+        first_step = max(e[0] for e in extra)
+        fixed = max(e[3] for e in extra)
         report = self._loop.apply_gathered(b"".join(r[:width] for r in raw))
         self._report = build_report(report, self.global_batch, self.min_share, self._shares,
-                                    first_step)
+                                    first_step, [e[1] for e in extra], [e[2] for e in extra])
         self.reports.append(self._report)
-        latest = self._schedule[-1][1] if self._schedule else self._shares
-        if list(report["shares_next"]) != list(latest):
-            self._schedule.append((first_step, list(report["shares_next"])))
+        latest = self._schedule[-1] if self._schedule else (0, self._shares, self._fixed)
+        if list(report["shares_next"]) != list(latest[1]) or fixed > latest[2]:
+            self._schedule.append((first_step, list(report["shares_next"]), max(fixed, latest[2])))
 
     def _attach_sampler(self, sampler) -> None:
         self._samplers.add(sampler)
 
     def mark_compute_end(self) -> None:
         """Ends this step's timed compute now (a CUDA event on GPU): for integrations that own
-        the DDP communication hook (hetrun.integrations) and call it from the hook's last bucket,
-        as the tuner's own hook does. Outside an open step it does nothing."""
+        the DDP communication hook (hetrun.integrations; the tuner then has no model=) and call
+        it from the hook's last bucket, as the tuner's own DDP hook does. Outside an open step it
+        does nothing."""
         if self._open:
-            self._compute_end = self._clock.mark_compute_end()
+            self._engine.mark_compute_end()
+
+class _Memory:
+    """The memory model behind micro_batches()' cap: peak(n) = fixed + bytes_per_sample x n must
+    stay within the ceiling on every rank (docs/ARCHITECTURE.md §5.8)."""
+
+    def __init__(self, bytes_per_sample, ceiling, device: torch.device) -> None:
+        self.per_sample = None
+        self.ceiling = None
+        self.local_fixed = -1  # the largest allocated bytes at a step's start here (-1: none)
+        self._cuda = device.type == "cuda"
+        if bytes_per_sample is None:
+            if ceiling is not None:
+                raise ValueError(f"hetrun.Tuner: memory_ceiling_bytes={ceiling!r} needs "
+                                 f"bytes_per_sample=")
+            return
+        _positive_int("bytes_per_sample", bytes_per_sample, 1)
+        if ceiling is None:
+            ceiling = _core.read_job()["memory_ceiling_bytes"]
+            if ceiling is None:
+                raise ValueError(f"hetrun.Tuner: bytes_per_sample={bytes_per_sample} needs a "
+                                 f"memory ceiling: memory_ceiling_bytes= or "
+                                 f"HETRUN_MEMORY_CEILING_BYTES")
+        _positive_int("memory_ceiling_bytes", ceiling, 1)
+        self.per_sample, self.ceiling = bytes_per_sample, ceiling
+        self.local_fixed = self._allocated()
+
+    def _allocated(self) -> int:
+        return int(torch.cuda.memory_allocated()) if self._cuda else 0
+
+    def step_started(self) -> None:
+        if self.per_sample is not None and self._cuda:
+            self.local_fixed = max(self.local_fixed, self._allocated())
+
+    def gather_fixed(self, group, size: int, device: torch.device) -> int:
+        """The job-wide fixed part (one all-gather; -1 without a memory model)."""
+        if self.per_sample is None:
+            return -1
+        mine = torch.tensor([self.local_fixed], dtype=torch.int64, device=device)
+        parts = [torch.empty_like(mine) for _ in range(size)]
+        dist.all_gather(parts, mine, group=group)
+        return max(int(p.item()) for p in parts)
+
+    def largest(self, fixed: int) -> Optional[int]:
+        if self.per_sample is None:
+            return None
+        room = (self.ceiling - max(fixed, 0)) // self.per_sample
+        if room < 1:
+            raise ValueError(f"hetrun.Tuner: not one sample fits: fixed {fixed} + "
+                             f"bytes_per_sample={self.per_sample} exceeds the memory ceiling "
+                             f"{self.ceiling}")
+        return int(room)

@@ -131,9 +131,9 @@ Result<std::vector<ProfilePoint>> ParseProfile(const json& j, const std::string&
 }
 
 Result<ScenarioRank> ParseRank(const json& j, const std::string& path, int64_t batch) {
-  HETRUN_RETURN_IF_ERROR(CheckObject(
-      j, path,
-      {"family", "ms_fixed", "ms_per_sample", "profile", "max_samples", "max_micro_batch"}));
+  HETRUN_RETURN_IF_ERROR(CheckObject(j, path,
+                                     {"family", "ms_fixed", "ms_per_sample", "profile",
+                                      "max_samples", "max_micro_batch", "ms_per_micro_batch"}));
   ScenarioRank rank;
   if (!j.contains("family")) return PathError(Join(path, "family"), "missing");
   if (!j.at("family").is_string()) {
@@ -158,6 +158,11 @@ Result<ScenarioRank> ParseRank(const json& j, const std::string& path, int64_t b
   HETRUN_ASSIGN_OR_RETURN(rank.max_samples, GetInt(j, path, "max_samples", 0, kMaxBatch, batch));
   HETRUN_ASSIGN_OR_RETURN(rank.max_micro_batch,
                           GetInt(j, path, "max_micro_batch", 1, kMaxBatch, int64_t{0}));
+  HETRUN_ASSIGN_OR_RETURN(rank.ms_per_micro_batch,
+                          GetNumber(j, path, "ms_per_micro_batch", 0, true, 1e9, 0.0));
+  if (rank.ms_per_micro_batch > 0 && rank.max_micro_batch == 0) {
+    return PathError(Join(path, "ms_per_micro_batch"), "needs max_micro_batch");
+  }
   return rank;
 }
 
@@ -265,8 +270,9 @@ double ScenarioRank::TrueMs(int64_t n) const {
   return p.ms + slope * static_cast<double>(n - p.samples);
 }
 
-int64_t ScenarioRank::MostSamplesWithin(double ms, int64_t limit, double scale) const {
-  auto fits = [&](int64_t n) { return scale * TrueMs(n) <= ms; };
+int64_t ScenarioRank::MostSamplesWithin(double ms, int64_t limit, double scale,
+                                        double extra_ms) const {
+  auto fits = [&](int64_t n) { return scale * (TrueMs(n) + extra_ms) <= ms; };
   if (!fits(0)) return -1;
   if (fits(limit)) return limit;
   // TrueMs is non-decreasing: bisect for the last n that fits.
@@ -276,6 +282,11 @@ int64_t ScenarioRank::MostSamplesWithin(double ms, int64_t limit, double scale) 
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;
+}
+
+int64_t ScenarioRank::MicroBatches(int64_t n) const {
+  if (max_micro_batch <= 0) return 0;
+  return std::max<int64_t>(1, (n + max_micro_batch - 1) / max_micro_batch);
 }
 
 int64_t Scenario::total_ranks() const {

@@ -109,6 +109,7 @@ class Simulation {
   void StartWindow(int64_t iteration);
   Status Iterate();
   Status FinishWindow(int64_t in_window);
+  int64_t StageMicroBatches(size_t stage, const std::vector<int64_t>& shares) const;
 
   const Scenario& s_;
   ControllerOptions options_;
@@ -165,10 +166,20 @@ Status Simulation::ComputeOptimum() {
       const ScenarioRank& rank = s_.stages[st].ranks[r];
       truth.push_back({&rank, slowdown_[first_rank_[st] + r], rank.max_samples});
     }
-    HETRUN_ASSIGN_OR_RETURN(double best, OptimalIterationMs(s_.global_batch, truth));
+    HETRUN_ASSIGN_OR_RETURN(double best,
+                            OptimalIterationMsWithMicroBatches(s_.global_batch, truth));
     optimal_ms_ = std::max(optimal_ms_, best);
   }
   return Status::Ok();
+}
+
+// The stage-wide micro-batch count of a split: max over its ranks of ceil(n / max_micro_batch).
+int64_t Simulation::StageMicroBatches(size_t stage, const std::vector<int64_t>& shares) const {
+  int64_t count = 0;
+  for (size_t r = 0; r < shares.size(); ++r) {
+    count = std::max(count, ranks_[first_rank_[stage] + r]->MicroBatches(shares[r]));
+  }
+  return count;
 }
 
 Status Simulation::ApplyEvents(int64_t iteration, size_t& next_event) {
@@ -210,9 +221,11 @@ Status Simulation::Iterate() {
     double iteration_ms = 0;
     for (size_t st = 0; st < s_.stages.size(); ++st) {
       StagePolicy& stage = *p.stages[st];
+      const double count = static_cast<double>(StageMicroBatches(st, stage.shares()));
       for (size_t r = 0; r < stage.shares().size(); ++r) {
         size_t g = first_rank_[st] + r;
-        double true_ms = slowdown_[g] * ranks_[g]->TrueMs(stage.shares()[r]);
+        const double micro_ms = ranks_[g]->ms_per_micro_batch * count;
+        double true_ms = slowdown_[g] * (ranks_[g]->TrueMs(stage.shares()[r]) + micro_ms);
         iteration_ms = std::max(iteration_ms, true_ms);
         HETRUN_RETURN_IF_ERROR(stage.Observe(r, true_ms * measured_factor_[g]));
       }

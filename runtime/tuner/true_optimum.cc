@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace hetrun::tuner {
 namespace {
@@ -12,7 +14,7 @@ namespace {
 int64_t Capacity(double ms, int64_t batch, std::span<const TrueRank> ranks) {
   int64_t total = 0;
   for (const TrueRank& r : ranks) {
-    total += std::max<int64_t>(0, r.rank->MostSamplesWithin(ms, r.cap, r.slowdown));
+    total += std::max<int64_t>(0, r.rank->MostSamplesWithin(ms, r.cap, r.slowdown, r.extra_ms));
     if (total >= batch) return batch;
   }
   return total;
@@ -45,12 +47,41 @@ Result<double> OptimalIterationMs(int64_t batch, std::span<const TrueRank> ranks
   double worst = floor_ms;
   int64_t left = batch;
   for (const TrueRank& r : ranks) {
-    int64_t n =
-        std::min(left, std::max<int64_t>(0, r.rank->MostSamplesWithin(hi, r.cap, r.slowdown)));
+    int64_t n = std::min(
+        left, std::max<int64_t>(0, r.rank->MostSamplesWithin(hi, r.cap, r.slowdown, r.extra_ms)));
     left -= n;
     worst = std::max(worst, r.Ms(n));
   }
   return worst;
+}
+
+Result<double> OptimalIterationMsWithMicroBatches(int64_t batch, std::span<const TrueRank> ranks) {
+  bool costed = false;
+  int64_t most = 0;  // the largest count any split can need: a rank's cap of the batch
+  for (const TrueRank& r : ranks) {
+    costed = costed || r.rank->ms_per_micro_batch > 0;
+    most = std::max(most, r.rank->MicroBatches(std::min(r.cap, batch)));
+  }
+  if (!costed) return OptimalIterationMs(batch, ranks);
+  std::optional<double> best;
+  std::vector<TrueRank> at(ranks.begin(), ranks.end());
+  for (int64_t m = 1; m <= most; ++m) {
+    int64_t room = 0;
+    for (size_t r = 0; r < at.size(); ++r) {
+      const ScenarioRank& rank = *ranks[r].rank;
+      at[r].cap = ranks[r].cap;
+      if (rank.max_micro_batch > 0) {
+        at[r].cap = std::min(at[r].cap, m * rank.max_micro_batch);
+      }
+      at[r].extra_ms = ranks[r].extra_ms + rank.ms_per_micro_batch * static_cast<double>(m);
+      room += std::min(at[r].cap, batch);
+    }
+    if (room < batch) continue;  // M micro-batches cannot hold the batch
+    HETRUN_ASSIGN_OR_RETURN(double ms, OptimalIterationMs(batch, at));
+    if (!best || ms < *best) best = ms;
+  }
+  if (!best) return OptimalIterationMs(batch, ranks);  // reports the caps' shortfall
+  return *best;
 }
 
 }  // namespace hetrun::tuner

@@ -478,6 +478,33 @@ EOF
   step_end
 fi
 
+# ---- 8. fsdp2: hetrun.Tuner under FSDP2 on one GPU (CUDA-event intervals, mixed precision) ---
+# The Python package from this tree: its extension built by CMake alone (no pip, no network:
+# HETRUN_PYTHON_EXTENSION_ONLY, pybind11 from this machine), the sources from python/hetrun.
+pyext=$build/python-ext
+pyconf=("${cmake:-cmake}" -S "$src" -B "$pyext" -G Ninja -DCMAKE_BUILD_TYPE=Release
+        -DHETRUN_PYTHON_EXTENSION_ONLY=ON -DPython_EXECUTABLE="$python")
+if ((dry_run)); then
+  echo "would run: ${pyconf[*]}"
+  skip_gpu fsdp2 "would run: tests/gpu/fsdp2_check.py on one rank (NCCL, world size 1)"
+else
+  step_begin fsdp2
+  stage=$work/pypkg
+  mkdir -p "$stage"
+  cp -r "$src/python/hetrun" "$stage/"
+  if run_for 60 "$work/pyconf.txt" "${pyconf[@]}" &&
+     run_for 240 "$work/pybuild.txt" "${cmake:-cmake}" --build "$pyext" -j "$jobs" --target _core; then
+    cp "$(find "$pyext" -name '_core*.so' | head -1)" "$stage/hetrun/"
+    rank_env
+    run_for 180 "$work/fsdp2.txt" "${RANK_ENV[@]}" PYTHONPATH="$stage" "$python" \
+      "$here/fsdp2_check.py" || fail "fsdp2_check failed (see log)"
+    figs_from fsdp2 "$work/fsdp2.txt"
+  else
+    fail "the Python extension did not build (pybind11 on this machine?)"
+  fi
+  step_end
+fi
+
 # ---- summary ---------------------------------------------------------------------------------
 echo
 "${checks[@]}" summary "$results" "$out/summary.json" "suite=hetrun GPU validation" \

@@ -1,6 +1,7 @@
 """Shared fixtures: real worker processes over Gloo on 127.0.0.1.
 
-run_workers(name, n, tmp_path, env) starts `python workers.py NAME OUT` n times with a
+run_workers(name, n, tmp_path, env) starts `python workers.py NAME OUT` n times (or another
+worker file: script=) with a
 torchrun-style environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT), waits with a
 generous deadline, and returns each rank's JSON result. A failing worker fails the test with its
 stderr."""
@@ -51,14 +52,14 @@ def worker_env(rank: int, world: int, port: int, extra: dict) -> dict:
 
 
 def run_workers(name: str, world: int, out: pathlib.Path, extra: dict | None = None,
-                args: tuple = ()) -> list:
+                args: tuple = (), script: pathlib.Path = WORKERS) -> list:
     extra = extra or {}
     port = free_port()
     procs = []
     for rank in range(world):
         log = open(out / f"rank{rank}.log", "w")
         procs.append((subprocess.Popen(
-            [sys.executable, str(WORKERS), name, str(out), *args],
+            [sys.executable, str(script), name, str(out), *args],
             env=worker_env(rank, world, port, extra), stdout=log, stderr=subprocess.STDOUT), log))
     failures = []
     deadline = time.monotonic() + DEADLINE_S
@@ -89,6 +90,6 @@ def run_workers(name: str, world: int, out: pathlib.Path, extra: dict | None = N
 
 @pytest.fixture
 def workers(tmp_path):
-    def run(name, world, extra=None, args=()):
-        return run_workers(name, world, tmp_path, extra, args)
+    def run(name, world, extra=None, args=(), script=WORKERS):
+        return run_workers(name, world, tmp_path, extra, args, script)
     return run

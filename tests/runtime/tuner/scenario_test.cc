@@ -60,6 +60,25 @@ TEST(ScenarioTest, BadFieldsNameTheirJsonPath) {
   ExpectError(Replace(kGood, R"("noise": 0.03)", R"("noise": -0.1)"), "noise");
   ExpectError(Replace(kGood, R"("global_batch": 512)", R"("global_batch": 99999999999999999999)"),
               "global_batch");
+  ExpectError(Replace(kGood, R"("ms_per_sample": 3.17)",
+                      R"("ms_per_sample": 3.17, "ms_per_micro_batch": 1)"),
+              "stages[0].ranks[1].ms_per_micro_batch: needs max_micro_batch");
+  ExpectError(Replace(kGood, R"("ms_per_sample": 3.17)",
+                      R"("ms_per_sample": 3.17, "max_micro_batch": 8, "ms_per_micro_batch": -1)"),
+              "stages[0].ranks[1].ms_per_micro_batch");
+}
+
+TEST(ScenarioTest, MicroBatchesCountAtLeastOneAndRoundUp) {
+  Result<Scenario> s = ParseScenario(
+      Replace(kGood, R"("ms_per_sample": 3.17)",
+              R"("ms_per_sample": 3.17, "max_micro_batch": 8, "ms_per_micro_batch": 0.5)"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const ScenarioRank& rank = s->stages[0].ranks[1];
+  EXPECT_EQ(rank.ms_per_micro_batch, 0.5);
+  EXPECT_EQ(rank.MicroBatches(0), 1);  // an empty micro-batch still runs
+  EXPECT_EQ(rank.MicroBatches(8), 1);
+  EXPECT_EQ(rank.MicroBatches(9), 2);
+  EXPECT_EQ(s->stages[0].ranks[0].MicroBatches(100), 0);  // no max_micro_batch
 }
 
 constexpr const char* kProfile = R"({"global_batch": 64, "window": 5, "iterations": 50,

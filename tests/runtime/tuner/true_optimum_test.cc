@@ -62,6 +62,70 @@ TEST(TrueOptimumTest, EqualsTheOneSampleGreedyOnRandomProfiles) {
   }
 }
 
+// Every split of `batch` over up to 3 ranks, each rank paying its micro-batch cost for the
+// stage-wide count max_r ceil(n_r / max_micro_batch_r).
+double BruteForceWithMicroBatches(int64_t batch, const std::vector<TrueRank>& ranks) {
+  double best = -1;
+  std::vector<int64_t> n(ranks.size(), 0);
+  auto visit = [&](auto&& self, size_t r, int64_t left) -> void {
+    if (r + 1 == ranks.size()) {
+      if (left > ranks[r].cap) return;
+      n[r] = left;
+      int64_t count = 0;
+      for (size_t q = 0; q < ranks.size(); ++q) {
+        count = std::max(count, ranks[q].rank->MicroBatches(n[q]));
+      }
+      double worst = 0;
+      for (size_t q = 0; q < ranks.size(); ++q) {
+        const double micro = ranks[q].rank->ms_per_micro_batch * static_cast<double>(count);
+        worst = std::max(worst, ranks[q].slowdown * (ranks[q].rank->TrueMs(n[q]) + micro));
+      }
+      if (best < 0 || worst < best) best = worst;
+      return;
+    }
+    for (int64_t k = 0; k <= std::min(left, ranks[r].cap); ++k) {
+      n[r] = k;
+      self(self, r + 1, left - k);
+    }
+  };
+  visit(visit, 0, batch);
+  return best;
+}
+
+TEST(TrueOptimumTest, MicroBatchCostsEqualTheBruteForceOverEverySplit) {
+  Random random(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t count = 1 + random.Next() % 3;
+    std::vector<ScenarioRank> curves;
+    for (size_t r = 0; r < count; ++r) {
+      ScenarioRank rank;
+      rank.family = "hopper";
+      rank.ms_fixed = 1 + 10 * random.Uniform();
+      rank.ms_per_sample = 0.1 + 2 * random.Uniform();
+      rank.max_micro_batch = 1 + static_cast<int64_t>(random.Next() % 8);
+      rank.ms_per_micro_batch = random.Uniform() < 0.2 ? 0 : 5 * random.Uniform();
+      curves.push_back(rank);
+    }
+    std::vector<TrueRank> ranks;
+    for (size_t r = 0; r < count; ++r) ranks.push_back({&curves[r], 0.5 + random.Uniform(), 40});
+    const int64_t batch = static_cast<int64_t>(random.Next() % 40);
+    Result<double> exact = OptimalIterationMsWithMicroBatches(batch, ranks);
+    ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+    EXPECT_NEAR(*exact, BruteForceWithMicroBatches(batch, ranks), 1e-9 * *exact)
+        << "trial " << trial;
+  }
+}
+
+TEST(TrueOptimumTest, WithoutMicroBatchCostsBothOptimaAgree) {
+  ScenarioRank fast{"hopper", 12, 0.4, {}, 0, 16, 0};
+  ScenarioRank slow{"ampere", 15, 1.0, {}, 0, 16, 0};
+  std::vector<TrueRank> ranks = {{&fast, 1, 512}, {&slow, 1, 512}};
+  Result<double> plain = OptimalIterationMs(512, ranks);
+  Result<double> micro = OptimalIterationMsWithMicroBatches(512, ranks);
+  ASSERT_TRUE(plain.ok() && micro.ok());
+  EXPECT_EQ(*plain, *micro);
+}
+
 TEST(TrueOptimumTest, ARankGivenNothingStillPaysItsFixedTime) {
   ScenarioRank fast{"hopper", 1, 1, {}, 0, 0};
   ScenarioRank dead{"ampere", 50, 100, {}, 0, 0};

@@ -26,12 +26,21 @@ struct ScenarioRank {
   std::vector<ProfilePoint> profile;
   int64_t max_samples = 0;      ///< cap per iteration (default: the global batch)
   int64_t max_micro_batch = 0;  ///< largest micro-batch that fits its memory; 0 = not given
+  /// True fixed time of one micro-batch, ms (>= 0; needs max_micro_batch). Every rank of the
+  /// stage runs the stage-wide count max_r ceil(n_r / max_micro_batch_r) (FSDP2: each
+  /// micro-batch's forward all-gathers, so all ranks run as many), empty ones included, and
+  /// pays ms_per_micro_batch for each on top of TrueMs.
+  double ms_per_micro_batch = 0;
 
   /// The true time at n >= 0 samples (the profile, or ms_fixed + ms_per_sample * n).
   double TrueMs(int64_t n) const;
   /// The largest n >= 0 with scale * TrueMs(n) <= ms, at most `limit`; -1 when even n = 0
   /// takes longer. `scale` is a slowdown: compared as the product, never by dividing `ms`.
-  int64_t MostSamplesWithin(double ms, int64_t limit, double scale = 1) const;
+  /// `extra_ms` is added to every TrueMs(n) before scaling (a micro-batch count's fixed time).
+  int64_t MostSamplesWithin(double ms, int64_t limit, double scale = 1, double extra_ms = 0) const;
+  /// ceil(n / max_micro_batch) (1 for n = 0: an empty micro-batch still runs); 0 without
+  /// max_micro_batch.
+  int64_t MicroBatches(int64_t n) const;
 };
 
 /// Heavy tails on what the tuner sees: each measured step time (never the true one) is
