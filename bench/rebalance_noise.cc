@@ -1,4 +1,4 @@
-// The re-balancer under measurement noise (README "Live re-balancing"): fixed true stage speeds
+// The re-balancer under measurement noise (docs/explanation/balancing.md): fixed true stage speeds
 // 1.6,1.6,1,1 over 64 equal layers, M = 16, default options; every window's stage times carry a
 // multiplicative noise (±10% uniform, or Gaussian σ 10%). For each start split and noise, runs
 // `seeds` seeds × `windows` windows, applying every move, and prints how many runs made 0/1/2/3+

@@ -1,6 +1,6 @@
 #!/bin/sh
 # A workstation with Open MPI: mpirun starts one hetrun per worker; each takes its rank from
-# OMPI_COMM_WORLD_* and runs exactly that one worker (README "From torchrun"). The launchers meet
+# OMPI_COMM_WORLD_* and runs exactly that one worker (docs/tutorials/torchrun-to-hetrun.md). The launchers meet
 # at node 0's store on MASTER_ADDR:MASTER_PORT (libtorch's TCPStore, loaded because the job has
 # more than one launcher).
 #

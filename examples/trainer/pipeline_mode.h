@@ -31,7 +31,7 @@ struct PipelineFlags {
   bool tune = true;
   hetrun::TunerLoopOptions tuning;
   std::string save_params;  ///< a folder: one <layer name>.txt per layer (its stage's replica 0)
-  /// Live layer moves (README "Live layer moves"): at each window boundary, every rank decides
+  /// Live layer moves (docs/how-to/cpp-pipelines.md): at each window boundary, every rank decides
   /// from the all-gathered stage times whether moving boundary layers shortens the iteration by
   /// at least `rebalance_threshold`; a move sends the layers' parameters and AdamW state to their
   /// new stage and rewrites the layout file (revision + 1).

@@ -29,7 +29,7 @@ class TinyGptImpl : public torch::nn::Module {
   /// Mean next-token cross-entropy of each sample: [N].
   torch::Tensor PerSampleLoss(const torch::Tensor& tokens, const torch::Tensor& targets);
 
-  // The model as pipeline layers (README "The layout file"): "embedding", "block.0" ..
+  // The model as pipeline layers (docs/reference/formats/layout.md): "embedding", "block.0" ..
   // "block.{layers-1}", "head"; forward = Head(Block(..Block(Embed(tokens)))).
   /// The layer names, in order (layers + 2 of them).
   std::vector<std::string> LayerNames() const;

@@ -288,7 +288,7 @@ void AddCheckOptions(cxxopts::Options& options) {
       "fake-gpus", "declared GPUs NAME:MAJOR.MINOR:USABLE_MIB,...", cxxopts::value<std::string>())(
       "strict", "also fail on partial coverage")("no-driver-load",
                                                  "on real GPUs, skip loading every module")(
-      "json", "print JSON (keys: README, \"hetrun check\")")(
+      "json", "print JSON (keys: docs/reference/cli/check.md)")(
       "paths", "files or directories", cxxopts::value<std::vector<std::string>>())("h,help",
                                                                                    "this text");
   options.parse_positional({"paths"});

@@ -102,7 +102,8 @@ Result<int> commands::Env(const CommandContext& context) {
                            "Show the job topology resolved from flags, HETRUN_* and the launcher "
                            "environment (Volcano, Kubeflow, Open MPI, MPICH, Slurm), with the "
                            "source of every field.");
-  options.add_options()("json", "print JSON (keys: README, \"hetrun env\")")("h,help", "this text");
+  options.add_options()("json", "print JSON (keys: docs/reference/cli/env.md)")("h,help",
+                                                                                "this text");
   AddTopologyOptions(options);
   HETRUN_ASSIGN_OR_RETURN(std::optional<cxxopts::ParseResult> given,
                           ParseOptionsOnly(options, context.args, context.out, {"", "topology"}));

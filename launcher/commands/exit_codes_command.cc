@@ -1,6 +1,6 @@
 // `hetrun exit-codes [--markdown] [--json]`: hetrun's exit codes, what they mean and the Volcano
 // action each suggests, from the one table (runtime/include/hetrun/base/exit_codes.def). The
-// README's table is `hetrun exit-codes --markdown`.
+// docs/reference/exit-codes.md's table is `hetrun exit-codes --markdown`.
 #include <cxxopts.hpp>
 #include <ostream>
 
@@ -13,7 +13,7 @@ namespace hetrun::launcher {
 Result<int> commands::ExitCodes(const CommandContext& context) {
   cxxopts::Options options("hetrun exit-codes",
                            "List hetrun's exit codes and the Volcano policies keyed on them.");
-  options.add_options()("markdown", "print the README's Markdown table")(
+  options.add_options()("markdown", "print the docs' Markdown table")(
       "json", "print {\"exit_codes\": [...], \"policies\": [...]} as JSON")("h,help", "this text");
   HETRUN_ASSIGN_OR_RETURN(std::optional<cxxopts::ParseResult> given,
                           ParseOptionsOnly(options, context.args, context.out));

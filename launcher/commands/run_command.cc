@@ -107,7 +107,8 @@ cxxopts::Options RunOptions() {
       cxxopts::value<std::string>()->default_value("SIGTERM,SIGINT,SIGHUP,SIGQUIT"))(
       "dry-run", "print each local worker's command and environment, start nothing")(
       "measurements-out",
-      "copy the pipeline's merged measurements.json (README \"measurements.json\") to FILE at "
+      "copy the pipeline's merged measurements.json (docs/reference/formats/measurements.md) to "
+      "FILE at "
       "the end of the run: node 0 writes every node's, another node its own "
       "(HETRUN_MEASUREMENTS_OUT, default none)",
       cxxopts::value<std::string>())(

@@ -1,5 +1,5 @@
 // `hetrun simulate --scenario FILE [--json] [--plot FILE.svg]`: what-if runs of the tuner on a
-// scenario (README "hetrun simulate"), hetrun side by side with baselines on the same noise.
+// scenario (docs/reference/cli/simulate.md), hetrun side by side with baselines on the same noise.
 #include <cxxopts.hpp>
 #include <fstream>
 #include <iomanip>

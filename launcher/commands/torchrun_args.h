@@ -1,4 +1,5 @@
-// torchrun's command line for `hetrun run` (README "From torchrun"): underscore spellings,
+// torchrun's command line for `hetrun run` (docs/tutorials/torchrun-to-hetrun.md): underscore
+// spellings,
 // --flag=value, --standalone, --rdzv-endpoint/--rdzv-backend/--rdzv-id, a fixed --nnodes N:N,
 // and the program as torchrun takes it (`train.py ARGS`, `-m module ARGS`, `--no-python prog`),
 // besides hetrun's own `-- COMMAND` form. A pure translation into hetrun's own options, done

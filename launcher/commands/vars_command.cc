@@ -1,5 +1,6 @@
 // `hetrun vars [--markdown] [--set]`: every environment variable hetrun reads or writes, with
-// the value it has here. The README's table is `hetrun vars --markdown`.
+// the value it has here. docs/reference/environment.md's table is `hetrun vars
+// --markdown`.
 #include <cxxopts.hpp>
 #include <ostream>
 
@@ -12,7 +13,7 @@ namespace hetrun::launcher {
 Result<int> commands::Vars(const CommandContext& context) {
   cxxopts::Options options("hetrun vars",
                            "List every environment variable hetrun reads or writes.");
-  options.add_options()("markdown", "print the README's Markdown table")(
+  options.add_options()("markdown", "print the docs' Markdown table")(
       "set", "only variables set in this environment, with their values")("h,help", "this text");
   HETRUN_ASSIGN_OR_RETURN(std::optional<cxxopts::ParseResult> given,
                           ParseOptionsOnly(options, context.args, context.out));

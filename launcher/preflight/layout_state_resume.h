@@ -1,8 +1,7 @@
 // hetrun run --layout-state FILE (HETRUN_LAYOUT_STATE): the job starts from the split that live
 // layer moves reached in an earlier run of it (hetrun/pipeline/layout_state.h). One machine
 // reads the file itself; across nodes node 0 reads it and sends its text in its rendezvous
-// record, and every node makes the same choice from that text (README "Restarts and the layout
-// state").
+// record, and every node makes the same choice from that text (docs/how-to/restarts.md).
 #pragma once
 
 #include <optional>

@@ -7,7 +7,8 @@
 //
 // Without a secret, records are plain text and anyone who can reach the store port can write
 // them (hetrun logs that once). Either way a record above kMaxRecordBytes is refused unread
-// (the store server itself still holds whatever a client sends it: see the README).
+// (the store server itself still holds whatever a client sends it: see
+// docs/explanation/reliability.md).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// The end of a pipeline run's measurements (README "measurements.json"): the ranks' files in the
-// run folder ($HETRUN_RUN_DIR/measurements/rank_<R>.json, written by each trainer's
+// The end of a pipeline run's measurements (docs/reference/formats/measurements.md): the ranks'
+// files in the run folder ($HETRUN_RUN_DIR/measurements/rank_<R>.json, written by each trainer's
 // MeasurementLog) merged into one, which node 0 merges with every other node's part (sent once at
 // the end of the run through the rendezvous, JobRendezvous::Leave) into
 // $HETRUN_RUN_DIR/measurements.json, copied to --measurements-out (the run folder is removed

@@ -13,9 +13,9 @@
 The native part (hetrun._core) is a binding over hetrun's torch-free C++ core: the same worker
 environment reader, windows, warm-up, cost model, speed-change detection and solver as the C++
 runtime and `hetrun simulate`. It does not link libtorch; the torch side is plain Python over
-torch.distributed, so it works with the torch of the user's image (see README "Python trainers").
+torch.distributed, so it works with the torch of the user's image (see docs/tutorials/balancing-ddp.md).
 hetrun.pipeline binds the pipeline core for live re-balancing: the layout file (HETRUN_PLAN), the
-Rebalancer and the MeasurementLog (see README "Live re-balancing from Python").
+Rebalancer and the MeasurementLog (see docs/how-to/python-pipelines.md).
 Tuner(model=) also takes the root module FSDP2's fully_shard returned (HSDP included): it times
 each unit's compute between FSDP's hooks (docs/how-to/fsdp2.md).
 """

@@ -1,4 +1,4 @@
-// The layout file (README "The layout file"): reading and writing JobLayout as JSON.
+// The layout file (docs/reference/formats/layout.md): reading and writing JobLayout as JSON.
 #include <nlohmann/json.hpp>
 #include <optional>
 

@@ -63,7 +63,7 @@ Json BoundariesJson(const SplitFigures& split, const ModelSpec& model) {
   return boundaries;
 }
 
-// The data-parallel groups' links and the job-wide one (README "hetrun plan", links).
+// The data-parallel groups' links and the job-wide one (docs/reference/cli/plan.md, links).
 Json CollectiveLinksJson(const CollectiveLinks& links) {
   Json groups = Json::array();
   for (const GroupLink& group : links.groups) {
@@ -166,7 +166,7 @@ std::string PlanJson(const PipelinePlan& plan, const ModelSpec& model) {
               {"links", CollectiveLinksJson(plan.links)},
               {"even_split", SplitJson(plan.even, model)}};
   if (plan.compared) out["compare_split"] = SplitJson(*plan.compared, model);
-  // What `hetrun run --plan` gives the workers (README "The layout file").
+  // What `hetrun run --plan` gives the workers (docs/reference/formats/layout.md).
   Json names = Json::array();
   Json costs = Json::array();  // relative cost per layer: the live re-balancer's prior
   for (const LayerSpec& layer : model.layers) {

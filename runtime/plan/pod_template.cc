@@ -68,8 +68,8 @@ Json PodSpec(const ClusterSpec& cluster, const std::string& placement_key, Json 
 }
 
 std::string SecurityHeader(const ClusterSpec& cluster) {
-  return "Before applying, create the job secret once (README \"The rendezvous store's "
-         "exposure\"):\n  kubectl create secret generic " +
+  return "Before applying, create the job secret once (docs/explanation/reliability.md):\n  "
+         "kubectl create secret generic " +
          SecretName(cluster) +
          (cluster.namespace_name.empty() ? "" : " -n " + cluster.namespace_name) +
          " --from-literal=secret=\"$(openssl rand -hex 32)\"\n"

@@ -128,7 +128,7 @@ std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster
       "Live layer moves survive a job restart when every pod sets HETRUN_LAYOUT_STATE to a\n"
       "file on a volume that outlives the pods (the checkpoint volume), e.g.\n"
       "  - {name: HETRUN_LAYOUT_STATE, value: /checkpoints/hetrun-layout.json}\n"
-      "(README \"Restarts and the layout state\").\n";
+      "(docs/how-to/restarts.md).\n";
   header += TopologyHeader(cluster, false) + PolicyHeader();
   return Manifests(VolcanoJob(cluster, std::move(spec)), header, cluster);
 }

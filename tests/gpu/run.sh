@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU validation suite (README "GPU validation"): builds hetrun against this machine's own torch
+# GPU validation suite (docs/how-to/gpu-validation.md): builds hetrun against this machine's own torch
 # and nvcc, then proves on the real GPU what the CPU test suite can only compile: kernel-image
 # verdicts against cuobjdump and the driver, fixture launches (error 209 vs PTX JIT), the memory
 # ceiling, the NCCL process group and the tuner's cost, and 200 training steps. Writes

@@ -1,4 +1,4 @@
-// A pipeline across nodes (README "Pipelines across nodes"): real hetrun launchers on 127.0.0.1
+// A pipeline across nodes (docs/how-to/pipelines.md): real hetrun launchers on 127.0.0.1
 // exchange their pods' stage entries at the rendezvous; every node writes the same layout file
 // for its workers (HETRUN_PLAN), or every node exits 78 naming both nodes of the conflict.
 #include <arpa/inet.h>

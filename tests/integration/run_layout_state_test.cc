@@ -1,4 +1,4 @@
-// `hetrun run --layout-state FILE` (README "Restarts and the layout state"): a job restarted whole
+// `hetrun run --layout-state FILE` (docs/how-to/restarts.md): a job restarted whole
 // (a new `hetrun run`, a new run folder) starts from the split in the layout state when it is a
 // layout of the same job at a higher revision; anything else is ignored with a warning that says
 // why, and the job starts from its plan. Across nodes node 0's state travels in its rendezvous

@@ -1,6 +1,6 @@
-// The end of a pipeline run's measurements (README "measurements.json"): real `hetrun run`
-// launchers whose workers (worker_helper `measure`) write rank files through MeasurementLog; the
-// launcher merges them, node 0 every node's, and copies the result to --measurements-out.
+// The end of a pipeline run's measurements (docs/reference/formats/measurements.md): real `hetrun
+// run` launchers whose workers (worker_helper `measure`) write rank files through MeasurementLog;
+// the launcher merges them, node 0 every node's, and copies the result to --measurements-out.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

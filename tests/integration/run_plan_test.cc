@@ -1,4 +1,4 @@
-// `hetrun run --plan FILE` (README "Pipelines on one machine"): the plan's stages take the local
+// `hetrun run --plan FILE` (docs/how-to/pipelines.md): the plan's stages take the local
 // workers in order, and every worker gets its stage and the layout file (HETRUN_PLAN).
 #include <gtest/gtest.h>
 

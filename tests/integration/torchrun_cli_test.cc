@@ -1,6 +1,6 @@
-// hetrun in torchrun's place (README "From torchrun"): torchrun-style command lines start a
-// Python worker that prints its environment, and every variable torchrun gives its workers is
-// there with torchrun's meaning; a real torchrun (when the test Python has torch) is the
+// hetrun in torchrun's place (docs/tutorials/torchrun-to-hetrun.md): torchrun-style command lines
+// start a Python worker that prints its environment, and every variable torchrun gives its workers
+// is there with torchrun's meaning; a real torchrun (when the test Python has torch) is the
 // reference for the list of names.
 #include <gtest/gtest.h>
 #include <sys/stat.h>

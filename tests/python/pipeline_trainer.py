@@ -1,4 +1,4 @@
-"""A Python pipeline trainer that re-balances itself (README "Live re-balancing from Python"), run
+"""A Python pipeline trainer that re-balances itself (docs/how-to/python-pipelines.md), run
 under `hetrun run --plan FILE` by test_pipeline_rebalance.py: one rank per stage, GPipe-style
 forward/backward of every micro-batch with send/recv of activations and gradients over Gloo, a
 float64 nn.Sequential of LAYERS layers, AdamW per stage. Each window every rank all-gathers its

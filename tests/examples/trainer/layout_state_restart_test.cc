@@ -1,5 +1,5 @@
-// A job restarted whole resumes from its moved split (issue 19; README "Restarts and the layout
-// state"): examples/trainer under the real `hetrun run --plan P --layout-state F` moves layers
+// A job restarted whole resumes from its moved split (issue 19; docs/how-to/restarts.md):
+// examples/trainer under the real `hetrun run --plan P --layout-state F` moves layers
 // (--force-split), global rank 0 writes F; a second, separate `hetrun run` (a new run folder, as
 // after a Volcano job restart) with the same plan and F starts from the moved split.
 #include <gtest/gtest.h>

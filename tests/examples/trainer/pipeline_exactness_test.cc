@@ -205,7 +205,7 @@ TEST(PipelineExactnessTest, APlanThatDoesNotMatchTheModelExits78NamingBoth) {
       << r.err;
 }
 
-// Live layer moves (README "Live layer moves"): three stages of 2, 1 and 2 replicas start from a
+// Live layer moves (docs/how-to/cpp-pipelines.md): three stages of 2, 1 and 2 replicas start from a
 // bad split and are moved by --force-split after steps 0, 1 and 2: layers 1 (stage 1 -> 0), 2 and
 // 3 (stage 2 -> 0, across two stages) and 4 (2 -> 1) move back; then 1, 2 (0 -> 1), 3 (0 -> 2)
 // and 4 (1 -> 2) move forward; then 1 moves back again. Every step's loss and the final

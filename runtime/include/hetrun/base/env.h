@@ -40,7 +40,7 @@ std::span<const EnvVarSpec> EnvVarTable();
 /// The entry that declares `name` (placeholders match one or more characters), or nullptr.
 const EnvVarSpec* FindEnvVarSpec(std::string_view name);
 
-/// The table as a Markdown table (README) or as plain text (--help).
+/// The table as a Markdown table (docs/reference/environment.md) or as plain text (--help).
 std::string EnvVarTableMarkdown();
 std::string EnvVarTableText();
 

@@ -24,8 +24,8 @@ namespace hetrun {
 struct ExitCodeRow {
   enum class Kind { kCode, kRange, kEvent };
   Kind kind;
-  std::string_view cell;  ///< the first column as the README writes it: "64", "1-63", "PodFailed"
-  int code;               ///< the code for kCode rows, else -1
+  std::string_view cell;      ///< the first column as the docs write it: "64", "1-63", "PodFailed"
+  int code;                   ///< the code for kCode rows, else -1
   std::string_view constant;  ///< "kExitUsage" for kCode rows, else ""
   std::string_view meaning;
   std::string_view action;  ///< the suggested Volcano action
@@ -49,7 +49,7 @@ struct VolcanoPolicy {
 /// PodFailed catch-all last.
 std::vector<VolcanoPolicy> VolcanoPolicies();
 
-/// The table as the README writes it (`hetrun exit-codes --markdown`), as the plain text of
+/// The table as the docs write it (`hetrun exit-codes --markdown`), as the plain text of
 /// `hetrun --help`, and as one JSON object {"exit_codes": [...], "policies": [...]}.
 std::string ExitCodeMarkdown();
 std::string ExitCodeText();

@@ -2,8 +2,8 @@
 // the runtime creates sub-process-groups for, and the group the online tuner balances.
 //
 // From the layout file `hetrun run` writes for a pipeline (HETRUN_PLAN; it has "num_layers",
-// hetrun/pipeline/job_layout.h, README "The layout file"): each stage's ranks, validated in full.
-// An older plan form that only lists ranks per stage is still read:
+// hetrun/pipeline/job_layout.h, docs/reference/formats/layout.md): each stage's ranks, validated in
+// full. An older plan form that only lists ranks per stage is still read:
 //   {"stages": [{"ranks": [0, 1, 2, 3], ...}, {"ranks": [4, 5], ...}], ...}
 // Every stage's replicas form one data-parallel group (they see different samples and average
 // gradients); other keys are ignored. Without a plan, or with a plan whose stages carry no

@@ -22,7 +22,7 @@
 
 namespace hetrun::memory {
 
-/// Default --memory-reserve: 2 GiB (README "Rendezvous and the memory ceiling" justifies it).
+/// Default --memory-reserve: 2 GiB (docs/how-to/memory-ceiling.md justifies it).
 inline constexpr uint64_t kDefaultReserveBytes = uint64_t{2} << 30;
 
 /// A documented reference GPU for --memory-baseline FAMILY-SIZE.

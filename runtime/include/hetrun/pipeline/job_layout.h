@@ -1,7 +1,7 @@
 // The layout of a pipeline job (docs/ARCHITECTURE.md §5): its stages in order, each with a
 // contiguous layer range and its replicas (ranks, GPU families, initial shares). `hetrun run`
 // writes it to the run folder and gives workers its path in HETRUN_PLAN; the JSON schema is in the
-// README ("The layout file"). Pure data: no torch, no tensors, so any executor can follow it.
+// docs/reference/formats/layout.md. Pure data: no torch, no tensors, so any executor can follow it.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +42,8 @@ struct JobLayout {
   int64_t min_share = 1;                 ///< fewest samples of a micro-batch one replica gets
   ScheduleKind schedule = ScheduleKind::k1F1B;
   std::vector<StageLayout> stages;
-  /// 0 for a layout as planned; +1 per live layer move (README "The layout file"), so a restart
-  /// that reads the file resumes from the current split and knows how many moves led there.
+  /// 0 for a layout as planned; +1 per live layer move (docs/reference/formats/layout.md), so a
+  /// restart that reads the file resumes from the current split and knows how many moves led there.
   int64_t revision = 0;
   /// Relative compute cost per layer (the plan's model costs; num_layers entries, finite, >= 0),
   /// or empty when not known (the re-balancer then takes every layer as equal).
@@ -64,8 +64,8 @@ struct JobLayout {
 /// both sides of the conflict; `source` prefixes them.
 Status ValidateJobLayout(const JobLayout& layout, std::string_view source);
 
-/// Parses and validates the layout file (README "The layout file"); errors name `source` and
-/// the JSON path.
+/// Parses and validates the layout file (docs/reference/formats/layout.md); errors name `source`
+/// and the JSON path.
 Result<JobLayout> ParseJobLayout(std::string_view json_text, std::string_view source);
 
 /// Reads, parses and validates the file at `path`.

@@ -1,4 +1,4 @@
-// The layout state (README "Restarts and the layout state"): a copy of the pipeline's layout file
+// The layout state (docs/how-to/restarts.md): a copy of the pipeline's layout file
 // on storage that outlives the pods (`hetrun run --layout-state FILE`, HETRUN_LAYOUT_STATE), so
 // a job that Volcano restarts whole (every pod new, a new run folder) resumes from the split its
 // live layer moves reached instead of the plan's. Global rank 0 rewrites it after every move;

@@ -1,4 +1,4 @@
-// `hetrun plan --measured FILE` (README "hetrun plan --measured"): a pipeline plan from measured
+// `hetrun plan --measured FILE` (docs/reference/cli/plan.md): a pipeline plan from measured
 // stage times instead of datasheet speeds. Each stage's speed is fitted from the run's
 // measurements.json (hetrun/pipeline/rebalance.h FitSpeeds: the same fit as the live
 // re-balancer, per-layer costs refitted where layer times were measured), the exact planner runs

@@ -1,5 +1,5 @@
-// A pipeline run's measured stage times (README "measurements.json"): each rank's trainer
-// appends one entry per window to its MeasurementLog, which rewrites
+// A pipeline run's measured stage times (docs/reference/formats/measurements.md): each rank's
+// trainer appends one entry per window to its MeasurementLog, which rewrites
 // $HETRUN_RUN_DIR/measurements/rank_<R>.json atomically; at the end of the run the launcher
 // merges the ranks' files (and node 0 every node's) into $HETRUN_RUN_DIR/measurements.json,
 // which `hetrun plan --measured FILE` reads. A rank file and the merged file share one schema:
@@ -54,7 +54,7 @@ inline constexpr size_t kMaxMeasuredWindows = 1024;
 std::string RankMeasurementsPath(const std::string& run_dir, int rank);
 std::string MergedMeasurementsPath(const std::string& run_dir);
 
-/// The JSON of README "measurements.json" (ParseMeasurements reads it back unchanged).
+/// The JSON of docs/reference/formats/measurements.md (ParseMeasurements reads it back unchanged).
 std::string MeasurementsJson(const Measurements& measurements);
 
 /// Parses and checks untrusted JSON: every number finite, times >= 0, counts in range, layer

@@ -1,9 +1,9 @@
-// The live re-balance decision of a pipeline (docs/ARCHITECTURE.md §5, README "Live
-// re-balancing"): from each window's measured stage times, fit every stage's speed, re-plan the
-// layer split with the exact planner (hetrun/plan/pipeline_planner.h) over the fitted speeds, and
-// move layers when the new split's predicted 1F1B iteration is at least `threshold` shorter than
-// the current one's. Torch-free and deterministic: every rank that feeds the same (all-gathered)
-// figures gets the same decisions, so all replicas of both stages agree on a move.
+// The live re-balance decision of a pipeline (docs/ARCHITECTURE.md §5,
+// docs/explanation/balancing.md): from each window's measured stage times, fit every stage's speed,
+// re-plan the layer split with the exact planner (hetrun/plan/pipeline_planner.h) over the fitted
+// speeds, and move layers when the new split's predicted 1F1B iteration is at least `threshold`
+// shorter than the current one's. Torch-free and deterministic: every rank that feeds the same
+// (all-gathered) figures gets the same decisions, so all replicas of both stages agree on a move.
 #pragma once
 
 #include <cstdint>

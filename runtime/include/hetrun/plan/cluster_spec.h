@@ -1,5 +1,6 @@
 // The pipeline slots a plan fills: stages in pipeline order, each a Volcano task replica on a GPU
-// family with a relative speed and a memory limit, read from a JSON file (README "hetrun plan").
+// family with a relative speed and a memory limit, read from a JSON file
+// (docs/reference/cli/plan.md).
 #pragma once
 
 #include <cstdint>

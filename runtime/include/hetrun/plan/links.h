@@ -1,5 +1,6 @@
 // The links a pipeline's traffic crosses: a pod's inter-node network and its NVLink, by name from
-// a documented table of per-direction bandwidths or as a number in GB/s (README "hetrun plan").
+// a documented table of per-direction bandwidths or as a number in GB/s
+// (docs/reference/cli/plan.md).
 #pragma once
 
 #include <string>

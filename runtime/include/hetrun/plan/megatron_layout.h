@@ -1,5 +1,5 @@
-// A plan's split as Megatron-LM's pipeline arguments (`hetrun plan --emit megatron`; README
-// "hetrun plan"): --pipeline-model-parallel-size, --num-layers and
+// A plan's split as Megatron-LM's pipeline arguments (`hetrun plan --emit megatron`;
+// docs/how-to/megatron.md): --pipeline-model-parallel-size, --num-layers and
 // --pipeline-model-parallel-layout in the grammar of Megatron-Core 0.15.0
 // (megatron/core/transformer/pipeline_parallel_layer_layout.py): stages split by '|', one
 // symbol per layer (E embedding, t transformer layer, L output layer and loss), "x*N" repeats a

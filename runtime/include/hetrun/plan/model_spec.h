@@ -1,5 +1,5 @@
 // The model a pipeline plan splits: an ordered list of layers with a relative compute cost and the
-// bytes each one needs on its GPU, read from a JSON file (README "hetrun plan").
+// bytes each one needs on its GPU, read from a JSON file (docs/reference/cli/plan.md).
 #pragma once
 
 #include <cstdint>

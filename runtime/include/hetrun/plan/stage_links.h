@@ -1,4 +1,4 @@
-// Which link each part of a pipeline's traffic crosses (README "hetrun plan", links): a stage
+// Which link each part of a pipeline's traffic crosses (docs/reference/cli/plan.md, links): a stage
 // boundary the slower network of its two pods, a stage's replicas their pod's NVLink, the job's
 // collectives the slowest network of all pods.
 #pragma once

@@ -1,4 +1,4 @@
-// `hetrun simulate` scenario files (JSON; format in README.md "hetrun simulate").
+// `hetrun simulate` scenario files (JSON; format in docs/reference/cli/simulate.md).
 #pragma once
 
 #include <cstdint>

@@ -9,7 +9,8 @@
 //                     throughput over the window (share / median compute time), largest
 //                     remainder, caps respected
 //   lbb               LBB's online rule (Yao et al., J. Supercomputing 2024; public code, see
-//                     docs in README "hetrun simulate"), acting every iteration as its code does
+//                     docs in docs/reference/cli/simulate.md), acting every iteration as its code
+//                     does
 #pragma once
 
 #include <cstdint>
