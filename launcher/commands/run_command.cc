@@ -55,6 +55,8 @@ using std::chrono::milliseconds;
 /// terminationGracePeriodSeconds should leave (process exit, log flushing).
 constexpr milliseconds kPodGraceMargin{std::chrono::seconds(10)};
 
+void AddTorchrunOptions(cxxopts::Options& options);
+
 cxxopts::Options RunOptions() {
   cxxopts::Options options("hetrun run",
                            "Start the local workers of a training job and supervise them.");
@@ -108,8 +110,7 @@ cxxopts::Options RunOptions() {
       "dry-run", "print each local worker's command and environment, start nothing")(
       "measurements-out",
       "copy the pipeline's merged measurements.json (docs/reference/formats/measurements.md) to "
-      "FILE at "
-      "the end of the run: node 0 writes every node's, another node its own "
+      "FILE at the end of the run: node 0 writes every node's, another node its own "
       "(HETRUN_MEASUREMENTS_OUT, default none)",
       cxxopts::value<std::string>())(
       "layout-state",
@@ -121,6 +122,13 @@ cxxopts::Options RunOptions() {
       "serve Prometheus metrics on http://HOST:PORT/metrics while the workers run ([HOST:]PORT, "
       "default host 0.0.0.0, port 0 = any free one) (HETRUN_METRICS_PORT, default off)",
       cxxopts::value<std::string>())("h,help", "this text");
+  AddTorchrunOptions(options);
+  AddPreflightOptions(options);
+  return options;
+}
+
+// torchrun's own options that hetrun run takes as torchrun does.
+void AddTorchrunOptions(cxxopts::Options& options) {
   options.add_options("torchrun")(
       "python",
       "interpreter for a .py program and -m (HETRUN_PYTHON; default: the python beside a "
@@ -135,8 +143,6 @@ cxxopts::Options RunOptions() {
                                      "c10d or static, accepted (hetrun always meets at its store)",
                                      cxxopts::value<std::string>())(
       "rdzv-id", "the same as --run-id", cxxopts::value<std::string>());
-  AddPreflightOptions(options);
-  return options;
 }
 
 /// The GPUs of this node when they are declared (--fake-gpus, HETRUN_FAKE_GPUS); nullopt when

@@ -48,22 +48,28 @@ def model(kind):
     return Regression().double()
 
 
-def train(args, tune):
+trained_steps = []
+
+
+def train(args, tune, steps=None, folder=None, save_at=None, resume=False):
     net = model(args.kind)
+    saving = {"save_strategy": "steps", "save_steps": save_at} if save_at else \
+        {"save_strategy": "no"}
     targs = TrainingArguments(
-        output_dir=os.path.join(args.out, "tuned" if tune else "even"), use_cpu=True,
+        output_dir=os.path.join(args.out, folder or ("tuned" if tune else "even")), use_cpu=True,
         per_device_train_batch_size=args.batch, gradient_accumulation_steps=args.accumulate,
-        max_steps=args.steps, learning_rate=1e-2, lr_scheduler_type="constant", seed=0,
-        data_seed=0, logging_steps=5, save_strategy="no", report_to=[], disable_tqdm=True,
-        dataloader_num_workers=0, ddp_backend="gloo", max_grad_norm=0.0)
+        max_steps=steps or args.steps, learning_rate=1e-2, lr_scheduler_type="constant", seed=0,
+        data_seed=0, logging_steps=5, report_to=[], disable_tqdm=True,
+        dataloader_num_workers=0, ddp_backend="gloo", max_grad_norm=0.0, **saving)
     trainer = HetrunTrainer(model=net, args=targs, train_dataset=dataset(args.kind, 600),
                             data_collator=transformers.default_data_collator, tune=tune,
                             window=args.window)
     start = time.perf_counter()
-    trainer.train()
+    trainer.train(resume_from_checkpoint=True if resume else None)
     seconds = time.perf_counter() - start
     params = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
     shares = [list(r.shares) for r in trainer.tuner.reports]
+    trained_steps.append(trainer.tuner.step_index)  # the steps this trainer ran itself
     if os.environ.get("HF_WORKER_DEBUG"):
         print(trainer.tuner.reports[-1], flush=True)
     return params, shares, trainer.global_batch * args.steps / seconds
@@ -102,12 +108,21 @@ def main():
     p.add_argument("--window", type=int, default=3)
     p.add_argument("--out", required=True)
     p.add_argument("--only-even", action="store_true", help="one untuned run (torchrun test)")
+    p.add_argument("--resume", action="store_true", help="tuned with a checkpoint half way, resumed")
     args = p.parse_args()
     errors = check_errors(args) if args.only_even else {}
     even, even_shares, even_rate = train(args, tune=False)
     summary = {"errors": errors, "even_shares": even_shares, "even_samples_per_s": even_rate,
                "torch": torch.__version__, "transformers": transformers.__version__}
-    if not args.only_even:
+    if args.resume:
+        # Tuned to half way with a checkpoint there, then a new trainer resumed from it: the data
+        # order continues and the split starts over, so the end equals the uninterrupted run.
+        half = args.steps // 2
+        train(args, tune=True, steps=half, folder="resumed", save_at=half)
+        resumed, resumed_shares, _ = train(args, tune=True, folder="resumed", resume=True)
+        summary.update(resumed_shares=resumed_shares, resumed_steps=trained_steps[-1],
+                       resumed_max_param_diff=float((resumed - even).abs().max()))
+    elif not args.only_even:
         tuned, tuned_shares, tuned_rate = train(args, tune=True)
         summary.update(tuned_shares=tuned_shares, tuned_samples_per_s=tuned_rate,
                        max_param_diff=float((tuned - even).abs().max()))

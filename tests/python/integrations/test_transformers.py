@@ -23,3 +23,13 @@ def test_runs_under_torchrun_and_names_bad_input(tmp_path):
     assert summary["even_shares"] == [] or summary["even_shares"][0] == [16, 16]
     assert "IterableDataset" in summary["errors"]["iterable"], summary
     assert "window=0" in summary["errors"]["window"], summary
+
+
+def test_a_run_resumed_from_a_checkpoint_ends_where_the_uninterrupted_one_does(tmp_path):
+    # Tuned for 8 steps with a checkpoint, then a new HetrunTrainer resumed from it to step 16:
+    # the data order continues at step 8 and the split starts over (docs/how-to/hf-trainer.md).
+    summary = hetrun_mixed("hf_worker.py", ["--kind", "sample", "--steps", "16", "--resume"],
+                           tmp_path)
+    assert summary["resumed_steps"] == 8, summary  # it resumed at step 8, not from scratch
+    assert summary["resumed_max_param_diff"] < 1e-6, summary
+    assert summary["resumed_shares"] and sum(summary["resumed_shares"][-1]) == 8 * 3 * 2, summary
