@@ -70,8 +70,6 @@ def train(args, tune, steps=None, folder=None, save_at=None, resume=False):
     params = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
     shares = [list(r.shares) for r in trainer.tuner.reports]
     trained_steps.append(trainer.tuner.step_index)  # the steps this trainer ran itself
-    if os.environ.get("HF_WORKER_DEBUG"):
-        print(trainer.tuner.reports[-1], flush=True)
     return params, shares, trainer.global_batch * args.steps / seconds
 
 
