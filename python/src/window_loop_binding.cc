@@ -103,6 +103,10 @@ WindowLoopOptions OptionsFrom(int64_t batch, const py::kwargs& kwargs) {
       m.max_points = value.cast<int>();
     } else if (key == "tune") {
       o.tune = value.cast<bool>();
+    } else if (key == "family") {
+      o.family = value.cast<std::string>();
+    } else if (key == "pool_families") {
+      c.family_pool.enabled = value.cast<bool>();
     } else if (key == "initial") {
       o.initial = value.cast<std::vector<int64_t>>();
     } else {
@@ -146,6 +150,8 @@ void BindWindowLoop(py::module_& m) {
            }),
            py::arg("batch"), py::arg("rank"), py::arg("ranks"),
            "Options as keywords: window, warmup, min_share, cap, max_micro_batch, tune, initial, "
+           "family, "
+           "pool_families, "
            "and the controller's and cost model's fields by name (hetrun/tuner/controller.h, "
            "cost_model.h).")
       .def_property_readonly("local_share", &WindowLoop::local_share)

@@ -72,7 +72,8 @@ Status ValidateControllerOptions(const ControllerOptions& o) {
   return Status::Ok();
 }
 
-RankObserver::RankObserver(CostModelOptions options) : model_(options) {}
+RankObserver::RankObserver(CostModelOptions options, int32_t family)
+    : model_(options), family_(family) {}
 
 Status RankObserver::Record(int64_t samples, double compute_ms) {
   if (samples < 0) {
@@ -95,6 +96,7 @@ RankFit RankObserver::CloseWindow(int64_t cap, int64_t share) {
   RankFit fit;
   fit.cap = cap;
   fit.n = share;
+  fit.family = family_;
   if (model_.has_fit()) {
     fit.a_ms = model_.a_ms();
     fit.c_ms = model_.c_ms();
@@ -173,21 +175,23 @@ Result<ShareController> ShareController::Create(ControllerOptions options, int64
   return ShareController(options, batch, std::move(initial));
 }
 
-Result<Decision> ShareController::Decide(std::span<const RankFit> fits) {
-  if (fits.size() != shares_.size()) {
-    return FailedPreconditionError("tuner: gathered " + std::to_string(fits.size()) +
+Result<Decision> ShareController::Decide(std::span<const RankFit> raw_fits) {
+  if (raw_fits.size() != shares_.size()) {
+    return FailedPreconditionError("tuner: gathered " + std::to_string(raw_fits.size()) +
                                    " records for a group of " + std::to_string(shares_.size()));
   }
   Decision d;
   d.shares = shares_;
-  for (size_t r = 0; r < fits.size(); ++r) {
-    if (fits[r].n != shares_[r]) {
-      return FailedPreconditionError("tuner: rank " + std::to_string(r) + " reports " +
-                                     std::to_string(fits[r].n) + " samples, the split gives it " +
-                                     std::to_string(shares_[r]) + ": the ranks disagree");
+  for (size_t r = 0; r < raw_fits.size(); ++r) {
+    if (raw_fits[r].n != shares_[r]) {
+      return FailedPreconditionError(
+          "tuner: rank " + std::to_string(r) + " reports " + std::to_string(raw_fits[r].n) +
+          " samples, the split gives it " + std::to_string(shares_[r]) + ": the ranks disagree");
     }
-    if (fits[r].c_ms == 0) return d;  // a rank without an estimate yet: hold
+    if (raw_fits[r].c_ms == 0) return d;  // a rank without an estimate yet: hold
   }
+  const std::vector<RankFit> pooled_fits = PoolFamilies(raw_fits, options_.family_pool);
+  std::span<const RankFit> fits(pooled_fits);
   HETRUN_ASSIGN_OR_RETURN(std::vector<int64_t> best, SolveShares(batch_, fits));
   d.predicted_current_ms = PredictedIterationMs(fits, shares_);
   d.predicted_best_ms = PredictedIterationMs(fits, best);
@@ -212,7 +216,7 @@ Result<Decision> ShareController::Decide(std::span<const RankFit> fits) {
 }
 
 Result<Controller> Controller::Create(ControllerOptions options, int64_t batch, int rank,
-                                      int64_t cap, std::vector<int64_t> initial) {
+                                      int64_t cap, std::vector<int64_t> initial, int32_t family) {
   HETRUN_ASSIGN_OR_RETURN(ShareController group,
                           ShareController::Create(options, batch, std::move(initial)));
   if (rank < 0 || static_cast<size_t>(rank) >= group.shares().size()) {
@@ -220,7 +224,7 @@ Result<Controller> Controller::Create(ControllerOptions options, int64_t batch, 
                                 std::to_string(group.shares().size()));
   }
   if (cap < 0) return InvalidArgumentError("tuner: cap must be >= 0");
-  return Controller(std::move(group), rank, cap);
+  return Controller(std::move(group), rank, cap, family);
 }
 
 Status Controller::Record(int64_t samples, double compute_ms) {

@@ -172,7 +172,11 @@ void CostModel::Refit() {
     // A slope read from a short, noisy secant errs both ways; too low a slope hands the rank far
     // too many samples. Use the slope plus slope_sigmas of its standard error: a smaller, safer
     // move (the line still passes through the level, so the fixed point is unchanged).
-    c += options_.slope_sigmas * SlopeSigma(mean_n, sw * var_n);
+    const double slope_sigma = SlopeSigma(mean_n, sw * var_n);
+    c += options_.slope_sigmas * slope_sigma;
+    // The level at the current share is the weighted mean moved along the slope: its error adds
+    // the slope's error times the distance from the points' mean sample count.
+    sigma_ = std::hypot(sigma_, (now - mean_n) * slope_sigma);
     // A nearly flat local slope (an under-filled GPU below its knee) is mostly noise, and a
     // solver extrapolating it hands that rank far too much: bound it below.
     if (now > 0) c = std::max(c, options_.min_slope_fraction * level / now);

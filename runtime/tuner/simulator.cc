@@ -133,7 +133,9 @@ Status Simulation::Init() {
     first_rank_.push_back(ranks_.size());
     std::vector<int64_t> caps;
     std::vector<double> ones, tflops, startup;
+    std::vector<int32_t> families;
     for (const ScenarioRank& r : stage.ranks) {
+      families.push_back(FamilyPoolKey(r.family));
       ranks_.push_back(&r);
       caps.push_back(r.max_samples);
       ones.push_back(1.0);
@@ -146,7 +148,8 @@ Status Simulation::Init() {
                             ProportionalShares(batch, tflops, caps));
     HETRUN_ASSIGN_OR_RETURN(ShareController group,
                             ShareController::Create(options_, batch, uniform));
-    policies_[0].stages.push_back(MakeHetrunPolicy(std::move(group), caps, options_.cost_model));
+    policies_[0].stages.push_back(
+        MakeHetrunPolicy(std::move(group), caps, options_.cost_model, families));
     policies_[1].stages.push_back(MakeStaticPolicy(uniform));
     policies_[2].stages.push_back(MakeStaticPolicy(datasheet));
     policies_[3].stages.push_back(MakeProportionalPolicy(uniform, caps));

@@ -11,10 +11,14 @@ namespace {
 // bytes; here one instance decides for the group.
 class HetrunPolicy : public StagePolicy {
  public:
-  HetrunPolicy(ShareController group, std::vector<int64_t> caps, CostModelOptions model)
-      : group_(std::move(group)),
-        caps_(std::move(caps)),
-        observers_(caps_.size(), RankObserver(model)) {}
+  HetrunPolicy(ShareController group, std::vector<int64_t> caps, CostModelOptions model,
+               std::span<const int32_t> families)
+      : group_(std::move(group)), caps_(std::move(caps)) {
+    observers_.reserve(caps_.size());
+    for (size_t r = 0; r < caps_.size(); ++r) {
+      observers_.emplace_back(model, r < families.size() ? families[r] : 0);
+    }
+  }
   const std::vector<int64_t>& shares() const override { return group_.shares(); }
   Status Observe(size_t rank, double measured_ms) override {
     return observers_[rank].Record(group_.shares()[rank], measured_ms);
@@ -48,8 +52,9 @@ class StaticPolicy : public StagePolicy {
 }  // namespace
 
 std::unique_ptr<StagePolicy> MakeHetrunPolicy(ShareController group, std::vector<int64_t> caps,
-                                              CostModelOptions model) {
-  return std::make_unique<HetrunPolicy>(std::move(group), std::move(caps), model);
+                                              CostModelOptions model,
+                                              std::vector<int32_t> families) {
+  return std::make_unique<HetrunPolicy>(std::move(group), std::move(caps), model, families);
 }
 
 std::unique_ptr<StagePolicy> MakeStaticPolicy(std::vector<int64_t> shares) {

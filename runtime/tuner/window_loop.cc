@@ -74,11 +74,14 @@ Result<WindowLoop> WindowLoop::Create(WindowLoopOptions options, int rank, int r
   const int64_t m = options.min_share;
   std::vector<int64_t> above(options.initial);
   for (int64_t& share : above) share -= m;
-  HETRUN_ASSIGN_OR_RETURN(Controller controller,
-                          Controller::Create(options.controller, options.batch - m * ranks, rank,
-                                             options.cap - m, std::move(above)));
+  const Environment env = Environment::FromProcess();
+  if (options.family.empty()) options.family = env.Get("HETRUN_GPU_FAMILY").value_or("");
+  HETRUN_ASSIGN_OR_RETURN(
+      Controller controller,
+      Controller::Create(options.controller, options.batch - m * ranks, rank, options.cap - m,
+                         std::move(above), FamilyPoolKey(options.family)));
   WindowLoop loop(std::move(options), rank, std::move(controller));
-  loop.metrics_ = RankMetricsWriter::FromEnvironment(Environment::FromProcess(), rank);
+  loop.metrics_ = RankMetricsWriter::FromEnvironment(env, rank);
   return loop;
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -115,6 +116,29 @@ TEST(WindowLoopTest, WarmUpMeasurementsNeverReachTheFit) {
   ASSERT_EQ(reports.size(), 2u);
   EXPECT_DOUBLE_EQ(reports[0].ranks[0].compute_ms, 6.0);
   EXPECT_NEAR(PredictedMs(reports[0].ranks[0].fit, 4), 6.0, 1e-9);
+}
+
+TEST(WindowLoopTest, EachRecordCarriesTheRanksFamilyFromTheOptionsOrTheEnvironment) {
+  WindowLoopOptions hopper = Options(8, 2);
+  hopper.family = "hopper";
+  std::vector<WindowReport> reports;
+  {
+    Group group({{2, 1}, {2, 1}}, hopper);
+    group.Step();
+    reports = group.Step();
+  }
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].ranks[0].fit.family, FamilyPoolKey("hopper"));
+  EXPECT_EQ(reports[0].ranks[1].fit.family, FamilyPoolKey("hopper"));
+  // Without the option: HETRUN_GPU_FAMILY of the process, and 0 where it is unset.
+  ASSERT_EQ(setenv("HETRUN_GPU_FAMILY", "ampere", 1), 0);
+  Group from_env({{2, 1}, {2, 1}}, Options(8, 2));
+  ASSERT_EQ(unsetenv("HETRUN_GPU_FAMILY"), 0);
+  Group unknown({{2, 1}, {2, 1}}, Options(8, 2));
+  from_env.Step();
+  unknown.Step();
+  EXPECT_EQ(from_env.Step()[0].ranks[1].fit.family, FamilyPoolKey("ampere"));
+  EXPECT_EQ(unknown.Step()[0].ranks[1].fit.family, 0);
 }
 
 TEST(WindowLoopTest, EveryRankReachesTheSameSplitAndTheSlowRankGetsLess) {

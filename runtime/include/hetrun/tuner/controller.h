@@ -4,7 +4,7 @@
 //   each iteration:  train on ctl.local_share() samples; ctl.Record(samples, compute_ms);
 //                    if (ctl.AtWindowBoundary()) {
 //                      RankFit mine = ctl.CloseWindow();
-//                      all-gather `mine` (40 raw bytes) into `all` (rank order);
+//                      all-gather `mine` (48 raw bytes) into `all` (rank order);
 //                      Decision d = *ctl.Apply(all);  // same bytes -> same decision everywhere
 //                    }
 //
@@ -20,6 +20,7 @@
 
 #include "hetrun/base/status.h"
 #include "hetrun/tuner/cost_model.h"
+#include "hetrun/tuner/family_pool.h"
 #include "hetrun/tuner/solver.h"
 
 namespace hetrun::tuner {
@@ -43,6 +44,8 @@ struct ControllerOptions {
   /// the share they were measured at, a knee or a steeper slope makes them wrong.
   double max_relative_step = 0.5;
   CostModelOptions cost_model;
+  /// Ranks of one GPU family pool their fits before the solve (family_pool.h).
+  FamilyPoolOptions family_pool;
 };
 
 /// Checks ranges (window >= 1, fractions in [0, 1], max_step > 0, forgetting in (0, 1]).
@@ -51,7 +54,8 @@ Status ValidateControllerOptions(const ControllerOptions& options);
 /// One rank's measurements: the current window's observations and the cost model.
 class RankObserver {
  public:
-  explicit RankObserver(CostModelOptions options = {});
+  /// `family`: the rank's pool key (FamilyPoolKey), carried in every RankFit; 0 = unknown.
+  explicit RankObserver(CostModelOptions options = {}, int32_t family = 0);
   /// One iteration: samples >= 0, compute_ms finite and > 0.
   Status Record(int64_t samples, double compute_ms);
   /// Folds the window into the cost model and returns the record to exchange. `share` is the
@@ -64,6 +68,7 @@ class RankObserver {
 
  private:
   CostModel model_;
+  int32_t family_ = 0;
   std::vector<Observation> window_;
   bool last_changed_ = false;
 };
@@ -86,6 +91,7 @@ class ShareController {
 
   /// `fits[r]` is rank r's record; every fits[r].n must equal shares()[r] (else
   /// kFailedPrecondition: the ranks disagree on the split). Infeasible caps: kInvalidArgument.
+  /// The solve, the predictions and the dead band see the fits after family pooling.
   Result<Decision> Decide(std::span<const RankFit> fits);
 
   const std::vector<int64_t>& shares() const { return shares_; }
@@ -111,8 +117,9 @@ std::vector<int64_t> LimitStep(std::span<const int64_t> from, std::span<const in
 /// One rank's controller: its RankObserver plus the (replicated) ShareController.
 class Controller {
  public:
+  /// `family`: this rank's pool key (FamilyPoolKey of its GPU family; 0 = unknown).
   static Result<Controller> Create(ControllerOptions options, int64_t batch, int rank, int64_t cap,
-                                   std::vector<int64_t> initial);
+                                   std::vector<int64_t> initial, int32_t family = 0);
 
   Status Record(int64_t samples, double compute_ms);
   /// True when `window` iterations were recorded since the last CloseWindow().
@@ -125,8 +132,11 @@ class Controller {
   void set_cap(int64_t cap) { cap_ = cap; }
 
  private:
-  Controller(ShareController group, int rank, int64_t cap)
-      : group_(std::move(group)), observer_(group_.options().cost_model), rank_(rank), cap_(cap) {}
+  Controller(ShareController group, int rank, int64_t cap, int32_t family)
+      : group_(std::move(group)),
+        observer_(group_.options().cost_model, family),
+        rank_(rank),
+        cap_(cap) {}
   ShareController group_;
   RankObserver observer_;
   int rank_;

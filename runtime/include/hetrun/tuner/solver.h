@@ -29,8 +29,12 @@ struct RankFit {
   /// Standard error of the fit's time at n (ms), from the window medians' spread; 0 = unknown.
   /// The controller widens its dead band by it, so noise alone does not move samples.
   double sigma_ms = 0;
+  /// The rank's GPU family as a pool key (FamilyPoolKey in family_pool.h); 0 = unknown. Ranks of
+  /// one family pool their fits in the controller (family_pool.h).
+  int32_t family = 0;
+  int32_t reserved = 0;  ///< zero: every byte of the record is defined
 };
-static_assert(sizeof(RankFit) == 40, "RankFit is exchanged as raw bytes");
+static_assert(sizeof(RankFit) == 48, "RankFit is exchanged as raw bytes");
 
 /// a + c * n in milliseconds, evaluated the one way every tuner comparison uses (the tuner's
 /// sources are compiled with -ffp-contract=off, so no compiler fuses it differently).

@@ -35,9 +35,11 @@ class StagePolicy {
   virtual Status EndWindow() = 0;
 };
 
-/// The controller the runtime uses: one RankObserver per rank, one ShareController for the group.
+/// The controller the runtime uses: one RankObserver per rank (families[r]: its pool key, 0 or
+/// missing = unknown), one ShareController for the group.
 std::unique_ptr<StagePolicy> MakeHetrunPolicy(ShareController group, std::vector<int64_t> caps,
-                                              CostModelOptions model);
+                                              CostModelOptions model,
+                                              std::vector<int32_t> families = {});
 /// A fixed split.
 std::unique_ptr<StagePolicy> MakeStaticPolicy(std::vector<int64_t> shares);
 /// Throughput-proportional per window. `initial` sums to the batch; caps hold it.

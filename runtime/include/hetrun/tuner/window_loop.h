@@ -26,6 +26,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "hetrun/base/status.h"
@@ -55,7 +56,7 @@ struct RankWindow {
   double bookkeeping_ms = 0;
   double last_boundary_ms = 0;
 };
-static_assert(sizeof(RankWindow) == 88, "RankWindow is exchanged as raw bytes");
+static_assert(sizeof(RankWindow) == 96, "RankWindow is exchanged as raw bytes");
 
 struct WindowReport {
   int64_t window = 0;                ///< 1-based
@@ -104,6 +105,9 @@ struct WindowLoopOptions {
   /// exceeds the others' iteration. Exact: the solver sees t'(n') = (a + c m) + c n' over
   /// n' = n - m samples, the same min-max problem restricted to n >= m.
   int64_t min_share = 0;
+  /// This rank's GPU family (ampere, hopper, ...): ranks of one family pool their fits
+  /// (family_pool.h). Empty: HETRUN_GPU_FAMILY of the process; unset there too: not pooled.
+  std::string family;
 };
 
 /// One step's wall-clock figures, as the caller measured them.
