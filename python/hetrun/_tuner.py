@@ -9,13 +9,15 @@ from __future__ import annotations
 import struct
 import time
 import weakref
-from typing import List, Optional
+from typing import List, Optional, Union
 
 import torch
 import torch.distributed as dist
 
 from hetrun import _core
+from hetrun._checks import positive_int as _positive_int
 from hetrun._engine import engine_for
+from hetrun._memory import Memory
 from hetrun._report import WindowReport, build_report
 
 _EXTRA = "<qqqq"  # after the core's record: next unproduced step, micro-batch size, count, fixed
@@ -23,15 +25,6 @@ _EXTRA = "<qqqq"  # after the core's record: next unproduced step, micro-batch s
 _REDUCTIONS = ("mean", "sum")
 
 
-_MAX_COUNT = 2**40  # the core's bound on counts (a batch, a window): int64 arithmetic stays exact
-
-
-def _positive_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"hetrun.Tuner: {name}={value!r} must be an integer >= {minimum}")
-    if value > _MAX_COUNT:
-        raise ValueError(f"hetrun.Tuner: {name}={value!r} must be an integer <= 2^40")
-    return value
 
 
 class _Step:
@@ -71,7 +64,9 @@ class Tuner:
       then caps each micro-batch so that fixed + size x bytes_per_sample stays within
       memory_ceiling_bytes (default HETRUN_MEMORY_CEILING_BYTES); the fixed part is the largest
       torch.cuda.memory_allocated() any rank saw at a step's start (0 on CPU). Pass it on every
-      rank alike (one all-gather at construction).
+      rank alike (one all-gather at construction). "measure" (CUDA only) fits it instead from
+      the first two steps' torch.cuda.max_memory_allocated(), the second run at half the
+      micro-batch size (hetrun/_memory.py); memory_model says what the cap comes from.
     Other keywords go to the controller and cost model by their C++ names: dead_band,
     noise_sigmas, min_gain, max_step, max_relative_step, forgetting, max_points,
     min_relative_spread, change_sigmas, change_floor, local_width, min_slope_fraction,
@@ -81,7 +76,7 @@ class Tuner:
     def __init__(self, global_batch: int, window: int = 10, model=None, *, warmup: int = 2,
                  min_share: int = 1, max_share: Optional[int] = None, group=None,
                  reduction: str = "mean", tune: bool = True,
-                 shares: Optional[List[int]] = None, bytes_per_sample: Optional[int] = None,
+                 shares: Optional[List[int]] = None, bytes_per_sample: Union[int, str, None] = None,
                  memory_ceiling_bytes: Optional[int] = None, **controller_options) -> None:
         _positive_int("global_batch", global_batch, 1)
         _positive_int("window", window, 1)
@@ -125,7 +120,7 @@ class Tuner:
         self._factor = (self._size if reduction == "mean" else 1) / global_batch
         self._backend = dist.get_backend(group)
         self._device = self._comm_device()
-        self._memory = _Memory(bytes_per_sample, memory_ceiling_bytes, self._device)
+        self._memory = Memory(bytes_per_sample, memory_ceiling_bytes, self._device)
         self._fixed = self._memory.gather_fixed(self._group, self._size, self._device)
         self._memory.largest(self._fixed)  # ValueError when not one sample fits
         self._engine.setup(self._device, _core.emulated_slowdown(), self._size, reduction)
@@ -188,6 +183,12 @@ class Tuner:
         None without a memory model."""
         return self._memory.largest(self._fixed)
 
+    @property
+    def memory_model(self) -> dict:
+        """The cap's model: source ("declared", "measure" or None), per_sample and base bytes
+        (per_sample None while "measure" has not fitted yet), ceiling, and fixed (job-wide)."""
+        return dict(self._memory.describe(), fixed=self._fixed)
+
     def micro_batches(self, max_micro_batch: int) -> List[int]:
         """Sizes (as equal as possible, each <= max_micro_batch and <= the memory cap) that add
         up to this step's share, for gradient accumulation (no_sync() under DDP,
@@ -200,6 +201,7 @@ class Tuner:
         memory_cap = self.max_micro_batch
         if memory_cap is not None:
             cap = min(cap, memory_cap)
+        cap = self._memory.probe_cap(self._step_index, min(cap, max(max(self._shares), 1)))
         share = self._share
         if self._engine.lockstep_micro_batches:
             count = max(max(-(-s // cap) for s in self._shares), 1)
@@ -287,6 +289,8 @@ class Tuner:
         self._heartbeat.beat()
         hook_ms = (time.perf_counter() - t_hook) * 1000.0
         record = self._loop.close_step(measured, step_ms, wait_ms, hook_ms)
+        self._memory.step_ended(self._step_index, self._micro[0], self._group, self._size,
+                                self._device)
         self._step_index += 1
         if record is not None:
             self._close_window(record)
@@ -328,54 +332,3 @@ class Tuner:
         does nothing."""
         if self._open:
             self._engine.mark_compute_end()
-
-class _Memory:
-    """The memory model behind micro_batches()' cap: peak(n) = fixed + bytes_per_sample x n must
-    stay within the ceiling on every rank (docs/ARCHITECTURE.md §5.8)."""
-
-    def __init__(self, bytes_per_sample, ceiling, device: torch.device) -> None:
-        self.per_sample = None
-        self.ceiling = None
-        self.local_fixed = -1  # the largest allocated bytes at a step's start here (-1: none)
-        self._cuda = device.type == "cuda"
-        if bytes_per_sample is None:
-            if ceiling is not None:
-                raise ValueError(f"hetrun.Tuner: memory_ceiling_bytes={ceiling!r} needs "
-                                 f"bytes_per_sample=")
-            return
-        _positive_int("bytes_per_sample", bytes_per_sample, 1)
-        if ceiling is None:
-            ceiling = _core.read_job()["memory_ceiling_bytes"]
-            if ceiling is None:
-                raise ValueError(f"hetrun.Tuner: bytes_per_sample={bytes_per_sample} needs a "
-                                 f"memory ceiling: memory_ceiling_bytes= or "
-                                 f"HETRUN_MEMORY_CEILING_BYTES")
-        _positive_int("memory_ceiling_bytes", ceiling, 1)
-        self.per_sample, self.ceiling = bytes_per_sample, ceiling
-        self.local_fixed = self._allocated()
-
-    def _allocated(self) -> int:
-        return int(torch.cuda.memory_allocated()) if self._cuda else 0
-
-    def step_started(self) -> None:
-        if self.per_sample is not None and self._cuda:
-            self.local_fixed = max(self.local_fixed, self._allocated())
-
-    def gather_fixed(self, group, size: int, device: torch.device) -> int:
-        """The job-wide fixed part (one all-gather; -1 without a memory model)."""
-        if self.per_sample is None:
-            return -1
-        mine = torch.tensor([self.local_fixed], dtype=torch.int64, device=device)
-        parts = [torch.empty_like(mine) for _ in range(size)]
-        dist.all_gather(parts, mine, group=group)
-        return max(int(p.item()) for p in parts)
-
-    def largest(self, fixed: int) -> Optional[int]:
-        if self.per_sample is None:
-            return None
-        room = (self.ceiling - max(fixed, 0)) // self.per_sample
-        if room < 1:
-            raise ValueError(f"hetrun.Tuner: not one sample fits: fixed {fixed} + "
-                             f"bytes_per_sample={self.per_sample} exceeds the memory ceiling "
-                             f"{self.ceiling}")
-        return int(room)

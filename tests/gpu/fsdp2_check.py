@@ -115,6 +115,37 @@ def inject_wait(model, ms=20.0):
             group.pre_forward = pre_forward
 
 
+def check_measured_memory(batches, ref) -> list:
+    """bytes_per_sample="measure": the line fitted from the first two steps' peaks caps later
+    micro-batches so the peak stays within a ceiling set 20 samples above the fixed part."""
+    failures = []
+    probe_model = shard(net())
+    probe = hetrun.Tuner(64, window=1, warmup=0, model=probe_model, tune=False,
+                         bytes_per_sample="measure", memory_ceiling_bytes=1 << 40)
+    train(probe_model, probe, batches, micro=64)
+    fitted = probe.memory_model
+    print(f"memory_fit={fitted}")
+    if not fitted["per_sample"] or fitted["per_sample"] <= 0:
+        return [f"measured memory: no per-sample bytes fitted ({fitted})"]
+    if max_rel(probe_model, ref) > 1e-5:
+        failures.append("measured memory: the half-size probe step changed the gradients")
+    model = shard(net())
+    torch.cuda.synchronize()
+    ceiling = (torch.cuda.memory_allocated() + fitted["base"] + 20 * fitted["per_sample"])
+    tuner = hetrun.Tuner(64, window=1, warmup=0, model=model, tune=False,
+                         bytes_per_sample="measure", memory_ceiling_bytes=ceiling)
+    train(model, tuner, batches[:2], micro=64)  # the probe steps
+    torch.cuda.reset_peak_memory_stats()
+    train(model, tuner, batches[2:] * 2, micro=64)
+    peak = torch.cuda.max_memory_allocated()
+    print(f"memory_cap={tuner.max_micro_batch}\nmemory_peak={peak}\nmemory_ceiling={ceiling}")
+    if tuner.max_micro_batch is None or not 1 <= tuner.max_micro_batch < 64:
+        failures.append(f"measured memory: cap {tuner.max_micro_batch} (expected about 20)")
+    if peak > ceiling:
+        failures.append(f"measured memory: peak {peak} above the ceiling {ceiling}")
+    return failures
+
+
 def main() -> int:
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     dist.init_process_group("nccl", rank=0, world_size=1)
@@ -163,6 +194,7 @@ def main() -> int:
         failures.append(f"mixed-precision parameters drifted {drift:.3e} from fp32 (> 5e-2)")
     if not t3.report.compute_ms[0] > 0:
         failures.append("mixed precision: no compute measured")
+    failures += check_measured_memory(batches, ref)
     dist.destroy_process_group()
     for f in failures:
         print(f"FAIL: {f}", file=sys.stderr)

@@ -93,6 +93,31 @@ def test_fsdp_reports_its_engine_and_micro_batches_follow_the_memory_cap(world_o
         hetrun.Tuner(16, model=sharded(), bytes_per_sample=100, memory_ceiling_bytes=10)
 
 
+def test_measured_memory_needs_cuda_and_says_what_the_cap_comes_from(world_of_one):
+    with pytest.raises(ValueError, match=r"bytes_per_sample='measure' .* needs a CUDA device"):
+        hetrun.Tuner(16, model=sharded(), bytes_per_sample="measure", memory_ceiling_bytes=1 << 30)
+    tuner = hetrun.Tuner(16, model=sharded(), bytes_per_sample=1000, memory_ceiling_bytes=4500)
+    model = tuner.memory_model
+    assert model["source"] == "declared" and model["per_sample"] == 1000
+    assert model["base"] == 0 and model["ceiling"] == 4500 and model["fixed"] == 0
+    assert hetrun.Tuner(16, model=sharded()).memory_model["source"] is None
+
+
+def test_the_peak_line_is_fitted_from_two_sizes_and_read_conservatively_from_one():
+    from hetrun._memory import fit_peak
+    # Two sizes on a line: base and slope exactly (rounded up).
+    assert fit_peak([(8, 1000 + 8 * 300), (4, 1000 + 4 * 300)]) == (1000, 300)
+    assert fit_peak([(8, 1000 + 8 * 300), (4, 1000 + 4 * 300), (4, 1000 + 4 * 300 + 2)]) == (1002, 300)
+    # One size: every byte counted per sample (never less room than the truth).
+    assert fit_peak([(6, 1000), (6, 1200)]) == (0, 200)
+    # A slope the points cannot support (the smaller size peaked higher): the same reading.
+    assert fit_peak([(8, 1000), (4, 1100)]) == (0, 275)
+    # A step without samples says nothing about the slope; no step with samples is an error.
+    assert fit_peak([(0, 500), (5, 1000)]) == (0, 200)
+    with pytest.raises(ValueError, match="no step with samples"):
+        fit_peak([(0, 500)])
+
+
 def test_mesh_and_group_that_disagree(workers):
     results = workers("mesh_group_mismatch", 2, script=WORKERS)
     for rank, r in enumerate(results):
