@@ -1,7 +1,9 @@
 // `hetrun [run] [OPTIONS] -- COMMAND ARGS...`: resolve the job, run the preflight, then start
 // and supervise the local workers (launcher/supervise/supervisor.h) and exit with the contract's
 // code. Nothing heavy runs between exec and the first worker when no rendezvous is needed: no
-// Python, no libtorch, and no GPU probe unless --nproc-per-node auto asks for the GPU count.
+// Python and no GPU probe unless --nproc-per-node auto asks for the GPU count; the one-node store
+// binds its port at once and loads libtorch on its own thread beside the workers
+// (rendezvous/one_node_store.h).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>

@@ -83,7 +83,7 @@ inline bool OnDefaultPort(const std::vector<std::string>& args,
     }
   }
   for (const auto& [name, value] : env) {
-    for (const char* part : {"MASTER_PORT", "NNODES", "WORLD_SIZE", "VC_", "OMPI_", "PMI_",
+    for (const char* part : {"MASTER_PORT", "NNODES", "WORLD_SIZE", "VC_", "OMPI_", "PMI_RANK",
                              "SLURM_", "PET_", "JOBSET"}) {
       if (name.find(part) != std::string::npos) return false;
     }
