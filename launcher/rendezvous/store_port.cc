@@ -105,16 +105,6 @@ UniqueFd BindAt(Address a, int port, bool listening, int* error) {
   return fd;
 }
 
-Address AnyAddress() {
-  Address any;
-  auto& v6 = reinterpret_cast<sockaddr_in6&>(any.addr);
-  v6.sin6_family = AF_INET6;
-  v6.sin6_addr = in6addr_any;
-  any.length = sizeof(v6);
-  any.text = "::";
-  return any;
-}
-
 Status PortInUse(const std::string& host, const std::string& address, int port) {
   const std::string holder = DescribePortHolder(port);
   return FailedPreconditionError(
@@ -123,6 +113,35 @@ Status PortInUse(const std::string& host, const std::string& address, int port) 
       (holder.empty() ? "" : " by " + holder) +
       ": hetrun hosts the job's store on that port and started no worker (give another "
       "--master-port, 0 for a free one, or --standalone)");
+}
+
+// [::] (dual-stack), or 0.0.0.0 for a machine without IPv6.
+Address AnyAddress(bool v6_available) {
+  Address any;
+  if (v6_available) {
+    auto& v6 = reinterpret_cast<sockaddr_in6&>(any.addr);
+    v6.sin6_family = AF_INET6;
+    v6.sin6_addr = in6addr_any;
+    any.length = sizeof(v6);
+    any.text = "::";
+  } else {
+    auto& v4 = reinterpret_cast<sockaddr_in&>(any.addr);
+    v4.sin_family = AF_INET;
+    v4.sin_addr.s_addr = htonl(INADDR_ANY);
+    any.length = sizeof(v4);
+    any.text = "0.0.0.0";
+  }
+  return any;
+}
+
+// The store on every interface, at `port` (0: a free one).
+Result<UniqueFd> ListenEverywhere(const std::string& host, int port) {
+  int error = 0;
+  UniqueFd fd = BindAt(AnyAddress(true), port, true, &error);
+  if (!fd.valid() && error != EADDRINUSE) fd = BindAt(AnyAddress(false), port, true, &error);
+  if (fd.valid()) return fd;
+  if (error == EADDRINUSE) return PortInUse(host, "every interface", port);
+  return ErrnoError("bind/listen", "port " + std::to_string(port) + " on every interface", error);
 }
 
 }  // namespace
@@ -167,13 +186,7 @@ Result<StorePort> StorePort::Hold(const std::string& host, int port, StorePort p
     }
     if (retry) continue;
     if (!out.listener_.valid()) {
-      int error = 0;
-      out.listener_ = BindAt(AnyAddress(), out.port_, true, &error);
-      if (!out.listener_.valid()) {
-        if (error == EADDRINUSE) return PortInUse(host, "every interface", out.port_);
-        return ErrnoError("bind/listen", "[::]:" + std::to_string(out.port_) + " for the store",
-                          error);
-      }
+      HETRUN_ASSIGN_OR_RETURN(out.listener_, ListenEverywhere(host, out.port_));
       if (out.port_ == 0) out.port_ = PortOf(out.listener_.get());
       spdlog::warn(
           "MASTER_ADDR {} is not an address of this machine: the store listens on every "

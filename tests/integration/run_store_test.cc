@@ -192,5 +192,31 @@ TEST(RunStoreTest, WithoutAUsablePluginRankZeroBindsTheCheckedPortAsBefore) {
   EXPECT_FALSE(Contains(taken.out, "AGENT_STORE")) << "no worker started: " << taken.out;
 }
 
+// The plugin is found and its torch checked, but the server does not come up (here: the plugin
+// file does not load): the workers, which wait for it, are stopped and the run exits 78 with the
+// reason, never waiting for their store timeouts.
+TEST(RunStoreTest, AStoreThatFailsToComeUpStopsTheWorkersWithExit78) {
+  namespace fs = std::filesystem;
+  if (!HostsStore()) GTEST_SKIP() << "no rendezvous plugin in this build: no store is hosted";
+  TempDir dir;
+  fs::create_directories(dir.path() + "/launcher/bin");
+  fs::create_directories(dir.path() + "/launcher/lib");
+  fs::copy_file(HETRUN_BINARY, dir.path() + "/launcher/bin/hetrun");
+  dir.WriteFile("launcher/lib/libhetrun_rendezvous.so", "not an ELF file\n");
+  fs::copy_file(std::string(HETRUN_BUILD_DIR) + "/lib/libhetrun_rendezvous.torch",
+                dir.path() + "/launcher/lib/libhetrun_rendezvous.torch");
+  testing::ProcessOptions options;
+  options.env = HetrunEnv(dir.path());
+  options.timeout = 120s;
+  testing::ProcessResult run = testing::RunProcess(
+      {dir.path() + "/launcher/bin/hetrun", "run", "--nproc-per-node", "2", "--master-port",
+       std::to_string(testing::FreePort()), "--grace-period", "5s", "--", "sleep", "600"},
+      options);
+  EXPECT_FALSE(run.timed_out);
+  EXPECT_EQ(run.exit_code, 78) << run.err;
+  EXPECT_TRUE(Contains(run.err, "did not come up")) << run.err;
+  EXPECT_TRUE(Contains(testing::ReadFile(dir.path() + "/termination-log"), "did not come up"));
+}
+
 }  // namespace
 }  // namespace hetrun
