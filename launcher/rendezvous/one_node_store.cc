@@ -62,8 +62,10 @@ OneNodeStore::OneNodeStore(std::string host, StorePort port)
 }
 
 OneNodeStore::~OneNodeStore() {
+  std::unique_ptr<Store> store;  // destroyed here, on this thread, after the lock is released
   std::lock_guard<std::mutex> lock(shared_->mutex);
   if (shared_->started && !shared_->done) NoteAbandonedThread();
+  store = std::move(shared_->store);
 }
 
 bool OneNodeStore::Start(const TorchDirLookup& lookup, bool library_warnings) {
