@@ -1,7 +1,9 @@
 // `hetrun [run] [OPTIONS] -- COMMAND ARGS...`: resolve the job, run the preflight, then start
 // and supervise the local workers (launcher/supervise/supervisor.h) and exit with the contract's
 // code. Nothing heavy runs between exec and the first worker when no rendezvous is needed: no
-// Python, no libtorch, and no GPU probe unless --nproc-per-node auto asks for the GPU count.
+// Python and no GPU probe unless --nproc-per-node auto asks for the GPU count; the one-node store
+// binds its port at once and loads libtorch on its own thread beside the workers
+// (rendezvous/one_node_store.h).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
@@ -39,6 +41,9 @@
 #include "preflight/preflight.h"
 #include "preflight/stage_env.h"
 #include "preflight/topology_inputs.h"
+#include "preflight/torch_location.h"
+#include "rendezvous/one_node_store.h"
+#include "rendezvous/store_port.h"
 #include "supervise/cpu_binding.h"
 #include "supervise/measurement_gathering.h"
 #include "supervise/run_folder.h"
@@ -222,6 +227,7 @@ struct RunPlan {
   std::string role;
   std::string signals_to_handle;
   std::string measurements_out;  ///< --measurements-out: where the merged measurements go
+  bool agent_store = false;      ///< one node: the workers use the store hetrun hosts
 };
 
 /// --measurements-out FILE: a file path whose folder exists (checked before the run, not at its
@@ -541,6 +547,7 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
                               preflight.WorkerAdditions(env, plan.topology.local_ranks[i]));
       for (auto& [name, value] : additions) vars[name] = value;
       for (const auto& [name, value] : plan.stage_vars) vars[name] = value;
+      if (plan.agent_store) vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
       if (layout) {
         const int stage = layout->StageOf(plan.topology.ranks[i]);
         const pipeline::StageLayout& entry = layout->stages[static_cast<size_t>(stage)];
@@ -625,7 +632,8 @@ struct RunCommandLine {
   cxxopts::ParseResult parsed;
   std::vector<std::string> command;
   bool help = false;
-  bool free_port = false;  ///< the port was chosen here (port 0 or --standalone): one node only
+  bool free_port = false;    ///< the port was chosen here (port 0 or --standalone): one node only
+  StorePort free_port_held;  ///< that port, held since it was chosen
 };
 
 std::vector<KnownOption> KnownRunOptions(const cxxopts::Options& options) {
@@ -638,35 +646,22 @@ std::vector<KnownOption> KnownRunOptions(const cxxopts::Options& options) {
   return known;
 }
 
-/// A TCP port free on 127.0.0.1 now (--standalone and port 0, like torchrun's): bound to port 0
-/// and closed.
-Result<int> FreeLocalPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoError("socket", "a free port (--standalone, port 0)", errno);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  int error = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoError("bind/getsockname", "127.0.0.1:0 (a free port)", error);
-  return static_cast<int>(ntohs(address.sin_port));
-}
-
 /// --master-port 0 (also from --rdzv-endpoint HOST:0, torchrun's "stacked single-node" form) and
-/// --standalone without a port: a free port now. True when one was chosen.
-Result<bool> ChooseFreePort(TorchrunArgs& torchrun) {
+/// --standalone without a port: a free port, bound on 127.0.0.1 now and held (`held`) for the
+/// store hetrun hosts on it (rendezvous/store_port.h), never free for another process between.
+/// True when one was chosen.
+Result<bool> ChooseFreePort(TorchrunArgs& torchrun, StorePort* held) {
   std::vector<std::string>& options = torchrun.options;
   auto last = std::find(options.rbegin(), options.rend(), "--master-port");
   const bool zero = last != options.rend() && last != options.rbegin() && *(last - 1) == "0";
   if (!zero && !(torchrun.standalone && last == options.rend())) return false;
-  HETRUN_ASSIGN_OR_RETURN(int port, FreeLocalPort());
+  Result<StorePort> port = StorePort::Hold("127.0.0.1", 0, StorePort());
+  if (!port.ok()) return Status(port.status().code(), "a free port: " + port.status().message());
+  *held = std::move(*port);
   if (zero) {
-    *(last - 1) = std::to_string(port);
+    *(last - 1) = std::to_string(held->port());
   } else {
-    options.insert(options.end(), {"--master-port", std::to_string(port)});
+    options.insert(options.end(), {"--master-port", std::to_string(held->port())});
   }
   return true;
 }
@@ -690,7 +685,7 @@ Result<RunCommandLine> ParseRunCommandLine(cxxopts::Options& options,
   HETRUN_ASSIGN_OR_RETURN(TorchrunArgs torchrun,
                           TranslateTorchrunArgs(context.args, KnownRunOptions(options)));
   RunCommandLine line;
-  HETRUN_ASSIGN_OR_RETURN(line.free_port, ChooseFreePort(torchrun));
+  HETRUN_ASSIGN_OR_RETURN(line.free_port, ChooseFreePort(torchrun, &line.free_port_held));
   HETRUN_RETURN_IF_ERROR(ChooseStandaloneRunId(torchrun));
   HETRUN_ASSIGN_OR_RETURN(line.parsed, ParseSubcommandOptions(options, torchrun.options));
   line.help = line.parsed.count("help") > 0;
@@ -793,6 +788,31 @@ Result<std::unique_ptr<MetricsServer>> StartMetrics(const cxxopts::ParseResult& 
   return server;
 }
 
+/// One launcher (one node): the store's port bound at once, before the preflight and any worker
+/// (rendezvous/store_port.h: a taken port exits 78 naming it and its holder). Null across nodes,
+/// where the rendezvous hosts the store.
+Result<std::unique_ptr<OneNodeStore>> HoldOneNodeStore(const RunPlan& plan, StorePort free_port) {
+  if (MembershipOf(plan.topology).members != 1) return std::unique_ptr<OneNodeStore>();
+  const std::string& host = plan.topology.master_addr.value;
+  HETRUN_ASSIGN_OR_RETURN(
+      StorePort port, StorePort::Hold(host, plan.topology.master_port.value, std::move(free_port)));
+  spdlog::debug("store port {}:{} held", host, port.port());
+  return std::make_unique<OneNodeStore>(host, std::move(port));
+}
+
+/// Right before the workers start: the store's libtorch part comes up beside them (or, without
+/// the plugin, the port is released for rank 0); a store that fails to come up stops them.
+void StartOneNodeStore(OneNodeStore& store, RunPlan& plan) {
+  const std::string python = plan.preflight.python;
+  plan.agent_store = store.Start(
+      [&python]() -> Result<std::filesystem::path> {
+        HETRUN_ASSIGN_OR_RETURN(std::string dir, FindTorchPackageDir(python));
+        return std::filesystem::path(dir);
+      },
+      spdlog::should_log(spdlog::level::debug));
+  if (plan.agent_store) plan.supervision.on_signals_ready = [&store] { store.Arm(); };
+}
+
 }  // namespace
 
 Result<int> commands::Run(const CommandContext& context) {
@@ -814,6 +834,8 @@ Result<int> commands::Run(const CommandContext& context) {
     HETRUN_RETURN_IF_ERROR(PrintDryRun(plan, context));
     return kExitOk;
   }
+  HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<OneNodeStore> store,
+                          HoldOneNodeStore(plan, std::move(line.free_port_held)));
   // One run folder per `hetrun run`, before anything that may need it (launcher/supervise/
   // run_folder.h); removed when this function returns.
   HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<RunFolder> run_folder,
@@ -850,8 +872,10 @@ Result<int> commands::Run(const CommandContext& context) {
     plan.supervision.restart_fd = rendezvous->restart_fd();
     plan.supervision.restart_reason = [rendezvous] { return rendezvous->RestartReason(); };
   }
+  if (store) StartOneNodeStore(*store, plan);
   Result<SupervisorOutcome> supervised =
       Supervise(plan.supervision, WorkerSpecs(plan, preflight, context.env));
+  if (std::optional<Status> failed = store ? store->Failure() : std::nullopt) return *failed;
   std::optional<pipeline::Measurements> measured =
       LeaveMeasurements(rendezvous, run_folder->path());
   std::optional<int> code;

@@ -1,7 +1,8 @@
 // The key-value store the launchers of a job meet in, as the launcher sees it: a small interface
 // free of torch types. The production implementation is libtorch's c10d::TCPStore, compiled into
-// libhetrun_rendezvous.so (launcher/rendezvous/) and loaded with dlopen only when nnodes > 1, so
-// single-node runs never load libtorch. Tests implement it in memory.
+// libhetrun_rendezvous.so (launcher/rendezvous/) and loaded with dlopen: for the rendezvous when
+// nnodes > 1, and on one node beside the workers (rendezvous/one_node_store.h). Tests implement
+// it in memory.
 //
 // Node 0's launcher hosts the server at MASTER_ADDR:MASTER_PORT; every launcher (node 0 too) is a
 // client; the workers reuse the same server (TORCHELASTIC_USE_AGENT_STORE=True) for

@@ -1,6 +1,6 @@
 // FindRendezvousLibrary and OpenTcpStore: find libhetrun_rendezvous.so, check the torch it needs,
-// load it and call its entry point. dlopen happens only for multi-node jobs, so a single-node
-// `hetrun run` never loads libtorch.
+// load it and call its entry point: for the multi-node rendezvous, and on one node on the store's
+// own thread while the workers start (rendezvous/one_node_store.h), never on the launch's path.
 #include <dlfcn.h>
 #include <limits.h>
 #include <spdlog/spdlog.h>

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "free_port.h"
 #include "run_process.h"
 
 namespace hetrun::testing {
@@ -66,6 +67,46 @@ inline std::map<std::string, std::string> HetrunEnv(const std::string& dir) {
   return env;
 }
 
+/// Whether `hetrun ARGS` with `env` is a one-node run on torchrun's default port: nothing names
+/// a port, a node count or another launcher's variables.
+inline bool OnDefaultPort(const std::vector<std::string>& args,
+                          const std::map<std::string, std::string>& env) {
+  for (const char* other :
+       {"env", "inspect", "check", "plan", "simulate", "vars", "exit-codes", "version"}) {
+    if (!args.empty() && args[0] == other) return false;
+  }
+  for (const std::string& arg : args) {
+    if (arg == "--") break;
+    for (const char* flag : {"--nnodes", "--node-rank", "--node_rank", "--master",
+                             "--rdzv-endpoint", "--rdzv_endpoint", "--standalone"}) {
+      if (arg.rfind(flag, 0) == 0) return false;
+    }
+  }
+  for (const auto& [name, value] : env) {
+    for (const char* part : {"MASTER_PORT", "NNODES", "WORLD_SIZE", "VC_", "OMPI_", "PMI_RANK",
+                             "SLURM_", "PET_", "JOBSET"}) {
+      if (name.find(part) != std::string::npos) return false;
+    }
+  }
+  return true;
+}
+
+/// The environment of a run: a one-node run on the default port gets a free port in
+/// HETRUN_MASTER_PORT instead, since hetrun binds MASTER_PORT at start to host the store, and
+/// tests (and the other checkouts on the machine) run in parallel.
+inline std::map<std::string, std::string> WithFreePort(const std::vector<std::string>& args,
+                                                       std::map<std::string, std::string> env) {
+  if (OnDefaultPort(args, env)) env["HETRUN_MASTER_PORT"] = std::to_string(FreePort());
+  return env;
+}
+
+/// TORCHELASTIC_USE_AGENT_STORE of a one-node run's workers: "True" when this build has the
+/// rendezvous plugin (hetrun hosts the store, docs/ARCHITECTURE.md §2.4), else "False".
+inline std::string OneNodeAgentStore() {
+  const std::string plugin = std::string(HETRUN_BUILD_DIR) + "/lib/libhetrun_rendezvous.so";
+  return ::access(plugin.c_str(), R_OK) == 0 ? "True" : "False";
+}
+
 /// How hetrun is started beyond its arguments and environment.
 struct Launch {
   int stdout_fd = -1;              ///< hetrun's stdout (e.g. a pipe nobody reads); -1 = a file
@@ -83,7 +124,7 @@ class HetrunProcess {
     std::vector<std::string> argv{HETRUN_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<std::string> env_strings;
-    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    for (const auto& [k, v] : WithFreePort(args, env)) env_strings.push_back(k + "=" + v);
     std::vector<char*> c_argv, c_env;
     for (std::string& a : argv) c_argv.push_back(a.data());
     c_argv.push_back(nullptr);

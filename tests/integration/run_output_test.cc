@@ -21,9 +21,10 @@ bool Contains(const std::string& text, const std::string& part) {
 
 TEST(RunOutputTest, WorkersGetTheTorchrunEnvironment) {
   TempDir dir;
+  const std::string port = std::to_string(testing::FreePort());
   HetrunProcess run(
       RunArgs(2,
-              {"--prefix-ranks", "--master-port", "29555", "--fake-gpus",
+              {"--prefix-ranks", "--master-port", port, "--fake-gpus",
                "A100-SXM4-80GB:8.0:81049,H100-SXM5-80GB:9.0:81090", "--run-id", "job7"},
               {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
@@ -32,14 +33,15 @@ TEST(RunOutputTest, WorkersGetTheTorchrunEnvironment) {
       HetrunEnv(dir.path()), dir.path());
   ASSERT_EQ(run.Wait(), 0) << run.err();
   std::string out = run.out();
-  for (const char* line :
-       {"[rank 0] RANK=0", "[rank 1] RANK=1", "[rank 1] WORLD_SIZE=2", "[rank 1] LOCAL_RANK=1",
-        "[rank 0] LOCAL_WORLD_SIZE=2", "[rank 0] GROUP_RANK=0", "[rank 0] GROUP_WORLD_SIZE=1",
-        "[rank 0] MASTER_ADDR=127.0.0.1", "[rank 1] MASTER_PORT=29555",
-        "[rank 0] TORCHELASTIC_RESTART_COUNT=0", "[rank 0] TORCHELASTIC_MAX_RESTARTS=0",
-        "[rank 0] TORCHELASTIC_RUN_ID=job7", "[rank 0] TORCHELASTIC_USE_AGENT_STORE=False",
-        "[rank 1] OMP_NUM_THREADS=1", "[rank 0] HETRUN_GPU_FAMILY=ampere",
-        "[rank 1] HETRUN_GPU_FAMILY=hopper", "[rank 0] HETRUN_HEARTBEAT unset"}) {
+  const std::string store = "[rank 0] TORCHELASTIC_USE_AGENT_STORE=" + testing::OneNodeAgentStore();
+  const std::string port_line = "[rank 1] MASTER_PORT=" + port;
+  for (const std::string& line : std::vector<std::string>{
+           "[rank 0] RANK=0", "[rank 1] RANK=1", "[rank 1] WORLD_SIZE=2", "[rank 1] LOCAL_RANK=1",
+           "[rank 0] LOCAL_WORLD_SIZE=2", "[rank 0] GROUP_RANK=0", "[rank 0] GROUP_WORLD_SIZE=1",
+           "[rank 0] MASTER_ADDR=127.0.0.1", port_line, "[rank 0] TORCHELASTIC_RESTART_COUNT=0",
+           "[rank 0] TORCHELASTIC_MAX_RESTARTS=0", "[rank 0] TORCHELASTIC_RUN_ID=job7", store,
+           "[rank 1] OMP_NUM_THREADS=1", "[rank 0] HETRUN_GPU_FAMILY=ampere",
+           "[rank 1] HETRUN_GPU_FAMILY=hopper", "[rank 0] HETRUN_HEARTBEAT unset"}) {
     EXPECT_TRUE(Contains(out, line)) << line << "\n" << out;
   }
 }

@@ -101,6 +101,8 @@ class TorchrunCliTest : public ::testing::Test {
 };
 
 TEST_F(TorchrunCliTest, TorchrunCommandLinesGiveEveryWorkerTorchrunsVariables) {
+  const std::string port = std::to_string(testing::FreePort());
+  const std::string endpoint_port = std::to_string(testing::FreePort());
   const std::vector<Case> cases = {
       {{"--standalone", "--nnodes=1", "--nproc-per-node=2", "--rdzv-id=none", "WORKER", "--lr",
         "0.1"},
@@ -110,17 +112,18 @@ TEST_F(TorchrunCliTest, TorchrunCommandLinesGiveEveryWorkerTorchrunsVariables) {
        "",
        "localhost"},
       {{"--nnodes", "1", "--nproc_per_node", "2", "--node_rank", "0", "--master_addr", "127.0.0.1",
-        "--master_port", "29571", "WORKER", "--lr", "0.1"},
+        "--master_port", port, "WORKER", "--lr", "0.1"},
        "default",
        "none",
        "0",
-       "29571"},
+       port},
       {{"--nnodes=1:1", "--nproc-per-node=2", "--max-restarts=3", "--rdzv-id=job9",
-        "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:29572", "WORKER", "--lr", "0.1"},
+        "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:" + endpoint_port, "WORKER", "--lr",
+        "0.1"},
        "default",
        "job9",
        "3",
-       "29572"},
+       endpoint_port},
       {{"--nproc_per_node=2", "--role", "trainer", "--rdzv_backend", "static", "-m", "MODULE",
         "--lr", "0.1"},
        "trainer",
@@ -166,7 +169,7 @@ TEST_F(TorchrunCliTest, TorchrunCommandLinesGiveEveryWorkerTorchrunsVariables) {
           {"TORCHELASTIC_RESTART_COUNT", "0"},
           {"TORCHELASTIC_MAX_RESTARTS", c.max_restarts},
           {"TORCHELASTIC_RUN_ID", c.run_id},
-          {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+          {"TORCHELASTIC_USE_AGENT_STORE", testing::OneNodeAgentStore()},
           {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
           {"TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT"},
           {"OMP_NUM_THREADS", "1"},
