@@ -10,9 +10,9 @@ as the job layout says (HETRUN_PLAN), re-planned live from the measured stage sp
 The layout's micro-batch count and schedule (1f1b or gpipe) are used; a uniform PP x DP layout
 (every stage the same number of ranks) trains each replica on its part of every global batch.
 With --summary FILE the last stage's first rank writes key=value figures: losses= (every
-step's loss), the split before and after, moves= and per move its seconds, step_ms= (median of
-the steps after the last move) and the planner's 1F1B prediction for the final split
-(predicted_ms=). CPU: float64 (exact against --reference); CUDA: float32.
+step's loss), the split before and after, moves= and per move its seconds (decision to rebuilt
+schedule) and the first step after it, step_ms_first= / step_ms= (median step before the first
+and after the last move) and the planner's 1F1B prediction before and after (predicted_ms=). CPU: float64 (exact against --reference); CUDA: float32.
 """
 
 from __future__ import annotations
@@ -164,10 +164,15 @@ def summary(pipe, split_first, losses, step_ms) -> dict:
     return {"losses": losses, "split_first": split_first, "split_final": list(pipe.layout.counts),
             "moves": len(pipe.moves), "move_seconds": [m["seconds"] for m in pipe.moves],
             "move_layers": [len(m["layers"]) for m in pipe.moves],
+            # the first step on the new split (its schedule infers shapes again)
+            "move_next_step_ms": [step_ms[m["step"]] for m in pipe.moves
+                                  if m["step"] < len(step_ms)],
             "step_ms_first": statistics.median(step_ms[1:settled] or step_ms),
             "step_ms": statistics.median(tail),
-            "predicted_ms": pipe.moves[-1]["predicted_new_ms"] if pipe.moves else 0.0,
-            "revision": pipe.layout.revision}
+            "predicted_ms": pipe.moves[-1]["predicted_ms"] if pipe.moves else 0.0,
+            "predicted_before_ms": pipe.moves[0]["predicted_before_ms"] if pipe.moves else 0.0,
+            "revision": pipe.layout.revision,
+            "reason_last": pipe.reasons[-1] if pipe.reasons else ""}
 
 
 def main() -> None:

@@ -218,7 +218,9 @@ class Pipeline:
                                split=list(self.layout.counts), layers=report.layers,
                                bytes_sent=report.bytes_sent, reason=decision.reason,
                                seconds=time.monotonic() - began,
-                               predicted_new_ms=decision.predicted_new_ms))
+                               predicted_ms=decision.predicted_new_iteration_ms,
+                               predicted_before_ms=decision.predicted_current_iteration_ms,
+                               measured_before_ms=decision.measured_current_iteration_ms))
 
 
 def _all_gather(mine: dict) -> list:

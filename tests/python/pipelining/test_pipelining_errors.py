@@ -1,0 +1,83 @@
+"""hetrun.pipelining refuses what it cannot run with a ValueError naming the value, before any
+stage is built: a layout whose stages have different replica counts (the per-stage-slice meshes
+only the C++ executor runs), a layout of another layer count than the model's, an interleaved
+schedule, a batch that does not split into replicas x micro-batches, a bad replan mode. One
+process (Gloo, world size 1)."""
+
+import json
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import hetrun.pipeline as hp
+import hetrun.pipelining as hpp
+from conftest import free_port
+
+
+def layout(counts, ranks, micro=2):
+    stages, first = [], 0
+    for count, r in zip(counts, ranks):
+        stages.append({"first_layer": first, "layers": count, "ranks": r})
+        first += count
+    return hp.parse_job_layout(json.dumps({"num_layers": sum(counts), "micro_batches": micro,
+                                           "stages": stages}), "layout")
+
+
+@pytest.fixture(scope="module")
+def world_of_one():
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0,
+                            world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def linear_layers(n):
+    torch.manual_seed(0)
+    return [torch.nn.Linear(4, 4).double() for _ in range(n)]
+
+
+def new_pipeline(plan, layers=None, **kwargs):
+    return hpp.Pipeline(layers if layers is not None else linear_layers(plan.num_layers),
+                        torch.nn.functional.mse_loss,
+                        lambda params: torch.optim.AdamW(params, lr=0.01), layout=plan, **kwargs)
+
+
+def test_stages_with_different_replica_counts_are_refused(world_of_one):
+    with pytest.raises(ValueError, match=r"different replica counts \(2,1 ranks per stage\).*"
+                                         r"C\+\+ executor"):
+        new_pipeline(layout([2, 2], [[0, 1], [2]]))
+
+
+def test_a_layout_of_another_layer_count_than_the_model_is_refused(world_of_one):
+    with pytest.raises(ValueError, match="num_layers=4, the model 3 layers"):
+        new_pipeline(layout([2, 2], [[0], [1]]), layers=linear_layers(3))
+
+
+def test_an_interleaved_schedule_is_refused(world_of_one):
+    with pytest.raises(ValueError, match="schedule='interleaved1f1b'"):
+        new_pipeline(layout([4], [[0]]), schedule="interleaved1f1b")
+
+
+def test_a_bad_replan_mode_is_refused(world_of_one):
+    with pytest.raises(ValueError, match="replan='sometimes'"):
+        new_pipeline(layout([4], [[0]]), replan="sometimes")
+
+
+def test_a_batch_that_does_not_split_into_micro_batches_is_refused(world_of_one):
+    pipe = new_pipeline(layout([4], [[0]], micro=4), window=0)
+    x = torch.randn(6, 4, dtype=torch.float64)
+    with pytest.raises(ValueError, match="inputs has batch size 6, which does not split into "
+                                         "1 replicas x 4 micro-batches"):
+        pipe.step(x, x)
+
+
+def test_one_stage_trains_with_the_full_models_names(world_of_one):
+    pipe = new_pipeline(layout([3], [[0]], micro=2), window=0)
+    names = [name for name, _ in pipe.named_parameters()]
+    assert names[0] == "layers.0.weight" and names[-1] == "layers.2.bias"
+    x = torch.randn(4, 4, dtype=torch.float64)
+    first = pipe.step(x, 0.5 * x)
+    for _ in range(5):
+        last = pipe.step(x, 0.5 * x)
+    assert last < first
