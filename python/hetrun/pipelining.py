@@ -105,8 +105,7 @@ class Pipeline:
         return s.first_layer, s.layers
 
     def _layer(self, i: int) -> torch.nn.Module:
-        module = self._layers(i) if callable(self._layers) and \
-            not isinstance(self._layers, Sequence) else self._layers[i]
+        module = self._layers[i] if _is_list(self._layers) else self._layers(i)
         return module.to(self.device)
 
     def _build_schedule(self) -> None:
@@ -239,11 +238,15 @@ def _layout_from_environment():
     return hp.load_job_layout(path)
 
 
+def _is_list(layers) -> bool:
+    return isinstance(layers, (Sequence, torch.nn.ModuleList, torch.nn.Sequential))
+
+
 def _check_model(layout, layers) -> None:
-    if isinstance(layers, Sequence) and len(layers) != layout.num_layers:
+    if _is_list(layers) and len(layers) != layout.num_layers:
         raise ValueError(f"hetrun.pipelining: the layout has num_layers={layout.num_layers}, "
                          f"the model {len(layers)} layers")
-    if not isinstance(layers, Sequence) and not callable(layers):
+    if not _is_list(layers) and not callable(layers):
         raise ValueError("hetrun.pipelining: layers must be a list of modules or a function "
                          f"that builds layer i, got {type(layers).__name__}")
 

@@ -137,3 +137,18 @@ def test_the_move_is_recorded_and_measured_for_hetrun_plan_measured(replanned_ru
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)["measured"]
     assert report["current_split"] == figures["split_final"]
+
+
+def test_a_live_move_on_a_pp_x_dp_mesh_keeps_the_losses_of_one_process(tmp_path):
+    """2 stages x 2 replicas (emulated A100 pair, H100 pair): the moved layers reach every
+    replica of their new stage, and the replicas' averaged gradients stay exact."""
+    model = ["--layers", "8", "--batch", "16", "--steps", "12", "--window", "2"]
+    proc = run_pipeline(tmp_path, plan([6, 2], replicas=2, families=["ampere", "hopper"]), 4,
+                        model, ("--fake-gpus", ",".join([GPUS.split(",")[0]] * 2 +
+                                                         [GPUS.split(",")[1]] * 2)),
+                        {"HETRUN_EMULATE_SLOWDOWN": "ampere=3,hopper=1"})
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    figures = read_summary(tmp_path / "run.summary")
+    assert int(figures["moves"]) >= 1, figures
+    assert int(figures["split_final"].split(",")[0]) < 6, figures
+    assert_equal_losses(losses(figures), reference(tmp_path, model))

@@ -81,3 +81,14 @@ def test_one_stage_trains_with_the_full_models_names(world_of_one):
     for _ in range(5):
         last = pipe.step(x, 0.5 * x)
     assert last < first
+
+
+def test_a_module_list_is_the_model_and_a_function_builds_layer_i(world_of_one):
+    plan = layout([3], [[0]], micro=2)
+    with pytest.raises(ValueError, match="num_layers=3, the model 2 layers"):
+        new_pipeline(plan, layers=torch.nn.ModuleList(linear_layers(2)))
+    built = []
+    pipe = new_pipeline(plan, layers=lambda i: built.append(i) or torch.nn.Linear(4, 4).double(),
+                        window=0)
+    assert built == [0, 1, 2]
+    assert sorted(pipe.module.layers.keys()) == ["0", "1", "2"]
