@@ -54,6 +54,7 @@ class StageModule(torch.nn.Module):
         self.layers = torch.nn.ModuleDict({str(i): layers[i] for i in sorted(layers)})
 
     def forward(self, x):
+        """Runs the stage's layers in layer order."""
         for layer in self.layers.values():
             x = layer(x)
         return x
@@ -117,10 +118,12 @@ class Pipeline:
 
     @property
     def is_first(self) -> bool:
+        """True on the first stage's ranks (they feed the inputs)."""
         return self.mesh.stage == 0
 
     @property
     def is_last(self) -> bool:
+        """True on the last stage's ranks (they compute the loss; step() returns it there)."""
         return self.mesh.stage == self.mesh.stages - 1
 
     def named_parameters(self):
