@@ -90,7 +90,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--window", type=int, default=3)
     p.add_argument("--micro-batches", type=int, default=4, help="--reference only (else the "
                    "layout's)")
-    p.add_argument("--replan", choices=("live", "off"), default="live")
+    p.add_argument("--replan", choices=("live", "restart", "off"), default="live",
+                   help="restart: on a move save a checkpoint to --checkpoint-dir and exit 82")
+    p.add_argument("--checkpoint-dir", help="--replan restart's checkpoint (resumed from)")
     p.add_argument("--threshold", type=float, default=0.05)
     p.add_argument("--reference", action="store_true", help="the whole model in one process")
     p.add_argument("--summary", help="write key=value figures here")
@@ -140,12 +142,20 @@ def train(args) -> None:
     dtype = torch.float32 if cuda else torch.float64
     pipe = hetrun.pipelining.Pipeline(build_layers(args, dtype, device), loss_fn, optimizer,
                                       window=args.window, replan=args.replan,
-                                      threshold=args.threshold, device=device)
+                                      threshold=args.threshold, device=device,
+                                      checkpoint_dir=args.checkpoint_dir)
     split_first, losses, step_ms = list(pipe.layout.counts), [], []
-    for step in range(args.steps):
+    for step in range(pipe.steps, args.steps):  # a resumed run starts at its checkpoint's step
         x, y = batch(step, args)
         began = time.perf_counter()
-        losses.append(pipe.step(x, y))
+        try:
+            losses.append(pipe.step(x, y))
+        except hetrun.pipelining.ReplanRequested as replan:
+            if args.summary and pipe.is_last and pipe.mesh.replica == 0:
+                figures = summary(pipe, split_first, losses + [pipe.last_loss], step_ms)
+                write_summary(args.summary, {**figures, "exit": replan.code,
+                                             "replan_split": replan.split})
+            raise
         step_ms.append((time.perf_counter() - began) * 1000.0)
         if pipe.moves and pipe.moves[-1]["step"] == step + 1 and dist.get_rank() == 0:
             m = pipe.moves[-1]
@@ -161,7 +171,8 @@ def train(args) -> None:
 def summary(pipe, split_first, losses, step_ms) -> dict:
     settled = pipe.moves[-1]["step"] + 1 if pipe.moves else 1  # the step after a move rebuilds
     tail = step_ms[settled:] or step_ms
-    return {"losses": losses, "split_first": split_first, "split_final": list(pipe.layout.counts),
+    return {"losses": losses, "first_step": pipe.resumed_at or 0,
+            "split_first": split_first, "split_final": list(pipe.layout.counts),
             "moves": len(pipe.moves), "move_seconds": [m["seconds"] for m in pipe.moves],
             "move_layers": [len(m["layers"]) for m in pipe.moves],
             # the first step on the new split (its schedule infers shapes again)

@@ -35,12 +35,13 @@ from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
 
 import hetrun.layer_moves as lm
 import hetrun.pipeline as hp
-from hetrun import _core
+from hetrun import _core, _restart
+from hetrun._restart import ReplanRequested
 from hetrun._pipe_mesh import Mesh, all_reduce_mean, build_mesh, replica_slice, \
     stage_to_group_rank
 from hetrun._stage_clock import StageClock, TimedStage
 
-__all__ = ["Pipeline", "StageModule", "SCHEDULES"]
+__all__ = ["Pipeline", "ReplanRequested", "StageModule", "SCHEDULES"]
 
 SCHEDULES = {"1f1b": Schedule1F1B, "gpipe": ScheduleGPipe}
 _FIGURE = ("stage", "first_layer", "layers", "forward_ms", "backward_ms")
@@ -70,15 +71,20 @@ class Pipeline:
     torch.optim.Adam/AdamW over the given parameters (moves carry their state). layout: a
     hetrun.pipeline.JobLayout (default: HETRUN_PLAN's). schedule: "1f1b" or "gpipe" (default the
     layout's). window: steps per measurement window (0: no re-plan, no measurements).
-    replan: "live" (default) or "off". threshold: the Rebalancer's. ValueError names a layout
-    that does not fit the model or the job, a schedule this class does not run, a bad batch."""
+    replan: "live" (default), "restart" (on a move: save a DCP checkpoint to checkpoint_dir,
+    record the new split, raise ReplanRequested, a SystemExit with code 82; a restarted job
+    resumes from the checkpoint on the recorded split) or "off". threshold: the Rebalancer's.
+    ValueError names a layout that does not fit the model or the job, a schedule this class does
+    not run, a bad batch, a checkpoint of another model."""
 
     def __init__(self, layers: Union[Sequence[torch.nn.Module], Callable[[int], torch.nn.Module]],
                  loss_fn: Callable, optimizer: Callable, *, layout=None,
                  schedule: Optional[str] = None, window: int = 4, replan: str = "live",
-                 threshold: float = 0.05, device: Optional[torch.device] = None) -> None:
-        if replan not in ("live", "off"):
-            raise ValueError(f"hetrun.pipelining: replan={replan!r}, expected 'live' or 'off'")
+                 threshold: float = 0.05, device: Optional[torch.device] = None,
+                 checkpoint_dir: Optional[str] = None) -> None:
+        if replan not in ("live", "restart", "off"):
+            raise ValueError(f"hetrun.pipelining: replan={replan!r}, expected 'live', "
+                             "'restart' or 'off'")
         if int(window) < 0:
             raise ValueError(f"hetrun.pipelining: window={window} must be >= 0")
         self._layers, self.loss_fn, self._new_optimizer = layers, loss_fn, optimizer
@@ -93,12 +99,29 @@ class Pipeline:
         self.log = hp.MeasurementLog.from_environment(self.layout, self.rank) if self.window \
             else None
         self.steps = self._samples = 0
+        self.last_loss: Optional[float] = None  # the last step's (also when step() raised)
         self.moves: List[dict] = []
         self.reasons: List[str] = []
         first, count = self._range()
         self.module = StageModule({i: self._layer(i) for i in range(first, first + count)})
         self.optimizer = self._new_optimizer(list(self.module.parameters()))
+        self.checkpoint_dir = _restart.checkpoint_dir(checkpoint_dir) if replan == "restart" \
+            else None
+        self.resumed_at: Optional[int] = None
+        if self.checkpoint_dir:
+            self._resume()
         self._build_schedule()
+
+    def _resume(self) -> None:
+        """Restart mode: a complete checkpoint resumes (on this layout's split); a moved layout
+        without one is refused rather than trained from scratch."""
+        if _restart.complete(self.checkpoint_dir):
+            self.steps = self.resumed_at = _restart.load(self.checkpoint_dir, self.module,
+                                                         self.optimizer)
+        elif self.layout.revision > 0:
+            raise ValueError(f"hetrun.pipelining: the layout is at revision "
+                             f"{self.layout.revision} (moved), but {self.checkpoint_dir} holds "
+                             "no complete checkpoint (.metadata): not starting from scratch")
 
     # --- the stage and its schedule -----------------------------------------------------------
     def _range(self):
@@ -152,7 +175,7 @@ class Pipeline:
                         self.mesh)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self._step_loss(losses)
+        loss = self.last_loss = self._step_loss(losses)
         self.steps += 1
         if self.window and self.steps % self.window == 0:
             self._window_boundary()
@@ -182,8 +205,18 @@ class Pipeline:
         decision = self.rebalancer.decide(hp.stage_window(_all_gather(mine),
                                                           len(self.layout.stages)))
         self.reasons.append(decision.reason)
-        if decision.move:
+        if decision.move and self.replan == "restart":
+            self._save_and_exit(decision)
+        elif decision.move:
             self._move(decision)
+
+    def _save_and_exit(self, decision) -> None:
+        """Restart mode: checkpoint, record the new split, exit 82 (ReplanRequested)."""
+        new_layout = hp.with_split(self.layout, decision.new_counts)
+        _restart.save(self.checkpoint_dir, self.module, self.optimizer, self.steps)
+        if os.environ.get("HETRUN_PLAN"):
+            hp.record_move(new_layout)
+        raise _restart.ReplanRequested(new_layout.counts)
 
     def _move(self, decision) -> None:
         """Carries out a decision on this rank (every rank calls it with the same decision)."""
