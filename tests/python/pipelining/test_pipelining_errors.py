@@ -92,3 +92,43 @@ def test_a_module_list_is_the_model_and_a_function_builds_layer_i(world_of_one):
                         window=0)
     assert built == [0, 1, 2]
     assert sorted(pipe.module.layers.keys()) == ["0", "1", "2"]
+
+
+def test_restart_mode_needs_a_checkpoint_folder(world_of_one):
+    with pytest.raises(ValueError, match='replan="restart" needs checkpoint_dir='):
+        new_pipeline(layout([2], [[0]]), replan="restart")
+
+
+def test_a_moved_layout_without_a_checkpoint_is_not_trained_from_scratch(world_of_one, tmp_path):
+    plan = layout([2], [[0]])
+    plan.revision = 1
+    with pytest.raises(ValueError, match=r"revision 1 \(moved\), but .*empty holds no complete "
+                                         r"checkpoint"):
+        new_pipeline(plan, replan="restart", checkpoint_dir=str(tmp_path / "empty"))
+
+
+def test_a_checkpoint_of_another_model_is_refused_naming_the_entry(world_of_one, tmp_path):
+    from hetrun import _restart
+
+    other = hpp.StageModule({0: torch.nn.Linear(4, 4).double()})
+    opt = torch.optim.AdamW(other.parameters(), lr=0.01)
+    _restart.save(str(tmp_path / "ckpt"), other, opt, 3)
+    with pytest.raises(ValueError, match=r"checkpoint .*ckpt has no model entry "
+                                         r"'layers.1.weight': it is not a checkpoint of this model"):
+        new_pipeline(layout([2], [[0]]), replan="restart", checkpoint_dir=str(tmp_path / "ckpt"))
+
+
+def test_a_checkpoint_resumes_the_step_and_the_parameters(world_of_one, tmp_path):
+    plan = layout([2], [[0]])
+    pipe = new_pipeline(plan, window=0)
+    x = torch.randn(4, 4, dtype=torch.float64)
+    for _ in range(3):
+        pipe.step(x, 0.5 * x)
+    from hetrun import _restart
+
+    _restart.save(str(tmp_path / "ckpt"), pipe.module, pipe.optimizer, pipe.steps)
+    resumed = new_pipeline(plan, replan="restart", checkpoint_dir=str(tmp_path / "ckpt"))
+    assert resumed.steps == resumed.resumed_at == 3
+    for (name, got), (_, want) in zip(resumed.named_parameters(), pipe.named_parameters()):
+        assert torch.equal(got, want), name
+    assert resumed.step(x, 0.5 * x) == pipe.step(x, 0.5 * x)  # the AdamW state came back too
