@@ -12,7 +12,9 @@ The layout's micro-batch count and schedule (1f1b or gpipe) are used; a uniform 
 With --summary FILE the last stage's first rank writes key=value figures: losses= (every
 step's loss), the split before and after, moves= and per move its seconds (decision to rebuilt
 schedule) and the first step after it, step_ms_first= / step_ms= (median step before the first
-and after the last move) and the planner's 1F1B prediction before and after (predicted_ms=). CPU: float64 (exact against --reference); CUDA: float32.
+and after the last move) and the planner's 1F1B prediction before and after (predicted_ms=).
+With --replan restart a move saves a checkpoint to --checkpoint-dir and exits 82; run again on
+the recorded layout, it resumes there. CPU: float64 (exact against --reference); CUDA: float32.
 """
 
 from __future__ import annotations
@@ -145,6 +147,7 @@ def train(args) -> None:
                                       threshold=args.threshold, device=device,
                                       checkpoint_dir=args.checkpoint_dir)
     split_first, losses, step_ms = list(pipe.layout.counts), [], []
+    first_step_at = time.time()  # a resumed run: its first step starts now (after the load)
     for step in range(pipe.steps, args.steps):  # a resumed run starts at its checkpoint's step
         x, y = batch(step, args)
         began = time.perf_counter()
@@ -154,7 +157,8 @@ def train(args) -> None:
             if args.summary and pipe.is_last and pipe.mesh.replica == 0:
                 figures = summary(pipe, split_first, losses + [pipe.last_loss], step_ms)
                 write_summary(args.summary, {**figures, "exit": replan.code,
-                                             "replan_split": replan.split})
+                                             "replan_split": replan.split,
+                                             "decided_at": time.time()})
             raise
         step_ms.append((time.perf_counter() - began) * 1000.0)
         if pipe.moves and pipe.moves[-1]["step"] == step + 1 and dist.get_rank() == 0:
@@ -163,7 +167,8 @@ def train(args) -> None:
                   f"{','.join(map(str, m['split']))} ({m['seconds']:.3f} s): {m['reason']}",
                   flush=True)
     if args.summary and pipe.is_last and pipe.mesh.replica == 0:
-        write_summary(args.summary, summary(pipe, split_first, losses, step_ms))
+        write_summary(args.summary, {**summary(pipe, split_first, losses, step_ms),
+                                     "first_step_at": first_step_at})
     dist.barrier()
     dist.destroy_process_group()
 

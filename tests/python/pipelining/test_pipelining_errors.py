@@ -99,7 +99,8 @@ def test_restart_mode_needs_a_checkpoint_folder(world_of_one):
         new_pipeline(layout([2], [[0]]), replan="restart")
 
 
-def test_a_moved_layout_without_a_checkpoint_is_not_trained_from_scratch(world_of_one, tmp_path):
+def test_a_moved_layout_without_a_checkpoint_is_not_trained_from_scratch(world_of_one,
+                                                                         tmp_path):
     plan = layout([2], [[0]])
     plan.revision = 1
     with pytest.raises(ValueError, match=r"revision 1 \(moved\), but .*empty holds no complete "
