@@ -52,6 +52,11 @@ std::string CauseSummary(const WorkerFailure& failure, const std::string& who) {
           "{} exited with code {}, a code hetrun reserves for its own verdicts "
           "(64, 70, 78, 80, 81); reported as exit code {}",
           who, failure.worker_code, failure.exit_code);
+    case WorkerFailure::Cause::kReplanRequested:
+      return fmt::format(
+          "{} exited with code 82 (re-plan requested), which this hetrun run does not act "
+          "on; reported as exit code {}",
+          who, failure.exit_code);
     case WorkerFailure::Cause::kRepeatedAbort:
       return fmt::format(
           "{} was killed by SIGABRT the same way as in the attempt before; not "
@@ -137,6 +142,7 @@ bool IsRestartable(const WorkerFailure& failure) {
   switch (failure.cause) {
     case WorkerFailure::Cause::kCudaOom:
     case WorkerFailure::Cause::kReservedCode:
+    case WorkerFailure::Cause::kReplanRequested:
     case WorkerFailure::Cause::kRepeatedAbort:
       return false;
     case WorkerFailure::Cause::kNcclTimeout:
@@ -178,6 +184,11 @@ void ClassifyWorkerFailure(WorkerFailure& failure) {
                          "ProcessGroupNCCL's watchdog got stuck"})) {
     failure.cause = Cause::kNcclTimeout;
     failure.exit_code = kExitTransient;
+    return;
+  }
+  if (failure.kind == Kind::kExited && failure.exit_code == kExitReplanRequested) {
+    failure.cause = Cause::kReplanRequested;
+    failure.exit_code = kExitWorkerReservedCode;
     return;
   }
   if (failure.kind == Kind::kExited && IsReservedExitCode(failure.exit_code)) {

@@ -20,10 +20,11 @@ struct WorkerFailure {
   /// What hetrun recognised beyond the exit status (ClassifyWorkerFailure).
   enum class Cause {
     kNone,
-    kCudaOom,        ///< CUDA out of memory in the error file or stderr: exit 81, no restart
-    kNcclTimeout,    ///< NCCL watchdog timeout: exit 75, restartable
-    kReservedCode,   ///< the worker exited 64, 70, 78, 80 or 81: reported as 1
-    kRepeatedAbort,  ///< SIGABRT with the same last words as the attempt before: no restart
+    kCudaOom,          ///< CUDA out of memory in the error file or stderr: exit 81, no restart
+    kNcclTimeout,      ///< NCCL watchdog timeout: exit 75, restartable
+    kReservedCode,     ///< the worker exited 64, 70, 78, 80 or 81: reported as 1
+    kReplanRequested,  ///< the worker exited 82 (re-plan requested): reported as 1
+    kRepeatedAbort,    ///< SIGABRT with the same last words as the attempt before: no restart
   };
   Kind kind = Kind::kExited;
   Cause cause = Cause::kNone;
@@ -58,8 +59,9 @@ bool IsRestartable(const WorkerFailure& failure);
 /// Reads what the worker left (error_message, stderr_tail) and sets the cause and exit code:
 /// CUDA out of memory -> 81; an NCCL watchdog timeout -> 75; a worker's own 64, 70, 78, 80 or
 /// 81 (hetrun's codes: usage, internal, config, arch mismatch, memory) -> 1, so that a policy
-/// keyed on hetrun's codes never mistakes a worker's exit for hetrun's verdict. A worker's own
-/// 75 keeps its meaning (transient). Only for kExited and kSignaled failures.
+/// keyed on hetrun's codes never mistakes a worker's exit for hetrun's verdict; a worker's 82
+/// (re-plan requested) -> 1 as well, with its own reason. A worker's own 75 keeps its meaning
+/// (transient). Only for kExited and kSignaled failures.
 void ClassifyWorkerFailure(WorkerFailure& failure);
 
 /// The words that identify an abort ("SIGABRT" + the error message or last stderr line), to

@@ -15,7 +15,8 @@ environment reader, windows, warm-up, cost model, speed-change detection and sol
 runtime and `hetrun simulate`. It does not link libtorch; the torch side is plain Python over
 torch.distributed, so it works with the torch of the user's image (see docs/tutorials/balancing-ddp.md).
 hetrun.pipeline binds the pipeline core for live re-balancing: the layout file (HETRUN_PLAN), the
-Rebalancer and the MeasurementLog (see docs/how-to/python-pipelines.md).
+Rebalancer and the MeasurementLog (see docs/how-to/python-pipelines.md); hetrun.pipelining runs
+the layout on torch.distributed.pipelining (PipelineStage, Schedule1F1B), re-planned live.
 Tuner(model=) also takes the root module FSDP2's fully_shard returned (HSDP included): it times
 each unit's compute between FSDP's hooks (docs/how-to/fsdp2.md).
 """

@@ -15,9 +15,10 @@ using testing::RunArgs;
 using testing::TempDir;
 
 // A worker's own 64, 70, 78, 80 and 81 are hetrun's verdicts (usage, internal, config, arch
-// mismatch, memory): reported as 1 so a Volcano policy never mistakes them (issue 15, item 7).
+// mismatch, memory): reported as 1 so a Volcano policy never mistakes them (issue 15, item 7);
+// so is a worker's 82 (re-plan requested), which hetrun never exits with.
 bool Reserved(int code) {
-  return code == 64 || code == 70 || code == 78 || code == 80 || code == 81;
+  return code == 64 || code == 70 || code == 78 || code == 80 || code == 81 || code == 82;
 }
 
 TEST(RunExitCodesTest, PassesEveryExitCodeThroughButHetrunsOwn) {
@@ -37,6 +38,17 @@ TEST(RunExitCodesTest, PassesEveryExitCodeThroughButHetrunsOwn) {
       EXPECT_EQ(run.Wait(), Reserved(code) ? 1 : code) << run.err();
     }
   }
+}
+
+TEST(RunExitCodesTest, AWorkersReplanRequestIsReportedAs1AndTheTerminationLogSaysSo) {
+  TempDir dir;
+  HetrunProcess run(RunArgs(1, {}, {"exit", "82"}), HetrunEnv(dir.path()), dir.path());
+  EXPECT_EQ(run.Wait(), 1) << run.err();
+  std::string log = testing::ReadFile(dir.path() + "/termination-log");
+  EXPECT_NE(log.find("exited with code 82 (re-plan requested), which this hetrun run does not "
+                     "act on; reported as exit code 1"),
+            std::string::npos)
+      << log;
 }
 
 TEST(RunExitCodesTest, WorkerExitingWithHetrunsOwnCodeIsReportedAs1AndSaysSo) {

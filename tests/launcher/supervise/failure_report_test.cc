@@ -79,12 +79,25 @@ TEST(FailureReportTest, WorkerCodesThatAreHetrunsOwnAreReportedAs1) {
                                      ", a code hetrun reserves"),
               std::string::npos);
   }
-  for (int code : {1, 2, 65, 75, 79, 82, 125}) {
+  for (int code : {1, 2, 65, 75, 79, 83, 125}) {
     WorkerFailure f = Exited(code);
     ClassifyWorkerFailure(f);
     EXPECT_EQ(f.exit_code, code) << code;
     EXPECT_EQ(f.cause, WorkerFailure::Cause::kNone) << code;
   }
+}
+
+TEST(FailureReportTest, AWorkersReplanRequestIsReportedAs1WithTheReason) {
+  WorkerFailure f = Exited(82);
+  ClassifyWorkerFailure(f);
+  EXPECT_EQ(f.exit_code, 1);
+  EXPECT_EQ(f.worker_code, 82);
+  EXPECT_EQ(f.cause, WorkerFailure::Cause::kReplanRequested);
+  EXPECT_FALSE(IsRestartable(f));
+  EXPECT_NE(FailureSummary(f).find("exited with code 82 (re-plan requested), which this hetrun "
+                                   "run does not act on"),
+            std::string::npos)
+      << FailureSummary(f);
 }
 
 TEST(FailureReportTest, CudaOomFromTheErrorFileOrStderrIs81AndNotRestartable) {
