@@ -437,9 +437,11 @@ Result<std::unique_ptr<JobRendezvous>> OpenRendezvous(const Topology& topology,
   // The incarnation (Volcano's job version, JobSet's restart attempt, from the downward API)
   // complements node 0's nonce: a Job made again under the same name starts at 0 again.
   std::string job_id = options.job_id;
-  if (std::optional<std::string> incarnation = env.Get("HETRUN_INCARNATION");
-      incarnation && !incarnation->empty()) {
+  for (const char* name : {"HETRUN_INCARNATION", "HETRUN_JOBSET_RESTART_ATTEMPT"}) {
+    std::optional<std::string> incarnation = env.Get(name);
+    if (!incarnation || incarnation->empty()) continue;
     job_id += "\nincarnation " + *incarnation;
+    break;
   }
   rdzv.auth = RecordAuth(secret.secret, job_id, secret.source);
   // The plugin and its torch are checked first: a wrong torch exits 78 before any port is bound.

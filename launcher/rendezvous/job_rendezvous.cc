@@ -243,7 +243,8 @@ std::optional<Status> JobRendezvous::SecretMismatch(const std::vector<int>& miss
   return InvalidArgumentError(
       "rendezvous at " + options_.endpoint + " " + why +
       ": node ranks claimed only with records that fail this node's HMAC verification: " +
-      RankList(missing) + ". The nodes do not share the job secret (or the run id): " + mine +
+      RankList(missing) +
+      ". The nodes do not share the job secret (or the run id or incarnation): " + mine +
       ". Set the same HETRUN_JOB_SECRET (or HETRUN_JOB_SECRET_FILE) and run id on every "
       "node. The other records say (unauthenticated): " +
       quoted);

@@ -151,6 +151,21 @@ TEST(RendezvousIntegrationTest, DifferentJobSecretsAre78AtTheRdzvTimeoutNamingTh
       << results[1].err;
 }
 
+// The incarnation (HETRUN_INCARNATION, from the pod's volcano.sh/job-version) is part of what
+// the records are bound to: a launcher of another incarnation is never believed.
+TEST(RendezvousIntegrationTest, LaunchersOfDifferentIncarnationsDoNotMeet) {
+  REQUIRE_RENDEZVOUS();
+  Node zero(0, kA100), one(1, kH100);
+  for (Node* node : {&zero, &one}) node->extra_env["HETRUN_JOB_SECRET"] = "the job's secret";
+  zero.extra_env["HETRUN_INCARNATION"] = "4";
+  one.extra_env["HETRUN_INCARNATION"] = "3";
+  auto results = RunJob({zero, one}, 2, {"--rdzv-timeout", "2s"});
+  for (const ProcessResult& r : results) {
+    EXPECT_EQ(r.exit_code, 78) << r.err;
+    EXPECT_NE(r.err.find("run id 'none incarnation "), std::string::npos) << r.err;
+  }
+}
+
 TEST(RendezvousIntegrationTest, NcclVersionMismatchIs78NamingBothNodes) {
   REQUIRE_RENDEZVOUS();
   Node a{0, kA100}, b{1, kH100};
