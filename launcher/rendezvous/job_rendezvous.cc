@@ -251,6 +251,12 @@ std::optional<Status> JobRendezvous::SecretMismatch(const std::vector<int>& miss
 }
 
 Result<std::vector<NodeRecord>> JobRendezvous::Join(const NodeRecord& mine) {
+  Result<std::vector<NodeRecord>> records = JoinSteps(mine);
+  if (!records.ok()) return Redacted(records.status());
+  return records;
+}
+
+Result<std::vector<NodeRecord>> JobRendezvous::JoinSteps(const NodeRecord& mine) {
   const auto deadline = Clock::now() + options_.timeout;
   if (!options_.auth.enabled()) {
     spdlog::warn(
@@ -296,11 +302,12 @@ Result<std::vector<NodeRecord>> JobRendezvous::Join(const NodeRecord& mine) {
 Status JobRendezvous::JoinFailed(const Status& waited) {
   const bool timeout = waited.code() == StatusCode::kDeadlineExceeded && waited.message().empty();
   const bool interrupted = waited.message().find("interrupted by") != std::string::npos;
-  if (!have_session_ && waited.message().find("lost the rendezvous store") != std::string::npos) {
+  if (!have_session_ && !timeout && !interrupted && waited.code() == StatusCode::kUnavailable) {
+    // The store went away before node 0 opened the rendezvous for this node.
     std::optional<Status> mismatch = SecretMismatch({0}, "was closed by node 0");
-    return mismatch.value_or(waited);
+    return mismatch.value_or(Redacted(waited));
   }
-  if (!timeout && !interrupted && !waited.message().empty()) return waited;
+  if (!timeout && !interrupted && !waited.message().empty()) return Redacted(waited);
   if (interrupted) return Interrupted("while waiting at the rendezvous " + options_.endpoint);
   std::vector<int> present, missing;
   for (int r = 0; r < options_.nnodes; ++r) {
@@ -419,7 +426,19 @@ void JobRendezvous::DisarmSigterm() {
   sigterm_armed_ = false;
 }
 
+// `status` without the secret-derived key prefix (store errors quote the key they failed on).
+Status JobRendezvous::Redacted(const Status& status) const {
+  const std::string& prefix = options_.auth.key_prefix();
+  if (!options_.auth.enabled() || status.message().find(prefix) == std::string::npos) return status;
+  std::string text = status.message();
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at)) {
+    text.replace(at, prefix.size(), "hetrun/<prefix>/");
+  }
+  return Status(status.code(), text);
+}
+
 void JobRendezvous::SetPeerFailure(Status status) {
+  status = Redacted(status);
   std::lock_guard<std::mutex> lock(mutex_);
   if (peer_failure_) return;
   spdlog::error("{}", status.message());

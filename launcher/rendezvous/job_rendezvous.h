@@ -147,6 +147,8 @@ class JobRendezvous {
   Status AgreeOnSession(std::chrono::steady_clock::time_point deadline);
   void BetweenWaits();
   Status JoinFailed(const Status& waited);
+  Result<std::vector<NodeRecord>> JoinSteps(const NodeRecord& mine);
+  Status Redacted(const Status& status) const;
   std::optional<Status> SecretMismatch(const std::vector<int>& missing, const std::string& why);
   Status WaitAtBarrier(const std::string& k, std::chrono::steady_clock::time_point deadline);
   Status Put(Store& store, const std::string& key, const std::string& payload);

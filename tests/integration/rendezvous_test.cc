@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "free_port.h"
@@ -143,6 +144,8 @@ TEST(RendezvousIntegrationTest, DifferentJobSecretsAre78AtTheRdzvTimeoutNamingTh
     EXPECT_NE(r.err.find("do not share the job secret"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("alpha-secret"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("beta-secret"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::regex_search(r.err, std::regex("hetrun/[0-9a-f]{16}/")))
+        << "the key prefix is derived from the secret: " << r.err;
   }
   EXPECT_NE(results[0].err.find("secret comes from HETRUN_JOB_SECRET,"), std::string::npos)
       << results[0].err;

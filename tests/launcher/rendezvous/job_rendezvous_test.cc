@@ -520,6 +520,28 @@ TEST(JobRendezvousTest, NodesWithDifferentSecretsExit78AtTheTimeoutNamingWhereTh
   EXPECT_EQ(m1.find(one.key_prefix().substr(7, 16)), std::string::npos);
 }
 
+// Node 0 starts first and so times out first: its store closes while node 1 still waits for a
+// nonce it cannot verify. Node 1 gives the same diagnosis (78), not "lost the store" (75), and
+// no store error quoting the secret-derived key prefix.
+TEST(JobRendezvousTest, Node0ClosingTheStoreBeforeAVerifiableNonceIsTheSecretMismatch) {
+  RecordAuth zero("alpha-secret", "none", "HETRUN_JOB_SECRET");
+  RecordAuth one("beta-secret", "none", "HETRUN_JOB_SECRET");
+  auto state = std::make_shared<SharedState>();
+  state->data["hetrun-probe/0"] = zero.Seal("hetrun-probe/0", "node 0 on host-0");
+  state->data[zero.key_prefix() + "rdzv/nonce"] = zero.Seal(zero.key_prefix() + "rdzv/nonce", "n");
+  std::thread closer([&] {
+    std::this_thread::sleep_for(800ms);
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->down = true;
+  });
+  auto results = JoinAll(state, {Record(1, 2)}, 2, 10s, {one});
+  closer.join();
+  const Status& status = results[0].status();
+  ASSERT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_NE(status.message().find("was closed by node 0"), std::string::npos) << status.message();
+  EXPECT_EQ(status.message().find(one.key_prefix()), std::string::npos) << status.message();
+}
+
 TEST(JobRendezvousTest, ANodeWithoutASecretAmongNodesWithOneIsNamedAtTheTimeout) {
   auto state = std::make_shared<SharedState>();
   RecordAuth zero("alpha-secret", "none", "HETRUN_JOB_SECRET");
