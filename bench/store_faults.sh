@@ -107,11 +107,18 @@ p=$(port)
 HETRUN_JOB_SECRET=job node s0 0 2 "$p" --rdzv-timeout 8s -- "true"; a=$pid
 until_log "$tmp/s0.log" "joined as node 0"
 HETRUN_JOB_SECRET=guess node x1 1 2 "$p" --rdzv-timeout 8s -- "true"; x=$pid
-until_log "$tmp/x1.log" "joined as node 1"
+until_log "$tmp/x1.log" "\(joined\|connected\) as node 1"
 HETRUN_JOB_SECRET=job node s1 1 2 "$p" --rdzv-timeout 8s -- "true"; b=$pid
 t=$(date +%s%N); wait_exit "$b"; c1=$code; wait_exit "$a"
 row "stranger claims rank 1 first; the real nodes 0, 1" "$el" "$code, $c1"
 wait_exit "$x"
+
+p=$(port)
+t=$(date +%s%N)
+HETRUN_JOB_SECRET=alpha node d0 0 2 "$p" --rdzv-timeout 3s -- "true"; a=$pid
+HETRUN_JOB_SECRET=beta node d1 1 2 "$p" --rdzv-timeout 3s -- "true"; b=$pid
+wait_exit "$a"; c0=$code; wait_exit "$b"
+row "nodes 0, 1 with different secrets (--rdzv-timeout 3s)" "$el" "$c0, $code"
 
 p=$(port)
 first='[ "$TORCHELASTIC_RESTART_COUNT" = 0 ]'

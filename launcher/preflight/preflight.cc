@@ -433,8 +433,17 @@ Result<std::unique_ptr<JobRendezvous>> OpenRendezvous(const Topology& topology,
       std::min<milliseconds>(std::chrono::seconds(1), options.peer_timeout / 4);
   rdzv.sigterm_on_peer_failure = true;
   rdzv.interrupted = options.interrupted;
-  HETRUN_ASSIGN_OR_RETURN(std::string secret, JobSecret(env));
-  rdzv.auth = RecordAuth(secret, options.job_id);
+  HETRUN_ASSIGN_OR_RETURN(JobSecretSource secret, JobSecret(env));
+  // The incarnation (Volcano's job version, JobSet's restart attempt, from the downward API)
+  // complements node 0's nonce: a Job made again under the same name starts at 0 again.
+  std::string job_id = options.job_id;
+  for (const char* name : {"HETRUN_INCARNATION", "HETRUN_JOBSET_RESTART_ATTEMPT"}) {
+    std::optional<std::string> incarnation = env.Get(name);
+    if (!incarnation || incarnation->empty()) continue;
+    job_id += "\nincarnation " + *incarnation;
+    break;
+  }
+  rdzv.auth = RecordAuth(secret.secret, job_id, secret.source);
   // The plugin and its torch are checked first: a wrong torch exits 78 before any port is bound.
   HETRUN_ASSIGN_OR_RETURN(
       RendezvousLibrary library, FindRendezvousLibrary([&]() -> Result<std::filesystem::path> {

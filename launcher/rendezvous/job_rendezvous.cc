@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "hetrun/base/random_id.h"
+#include "hetrun/base/shown_text.h"
 #include "hetrun/base/units.h"
 #include "supervise/signal_set.h"
 
@@ -22,6 +24,9 @@ constexpr milliseconds kWaitSlice{500};  ///< longest blocking wait between abor
 
 std::string NodeName(int rank) {
   return "rdzv/node/" + std::to_string(rank);
+}
+std::string ProbeKey(int rank) {
+  return "hetrun-probe/" + std::to_string(rank);
 }
 std::string BeatName(int rank) {
   return "hb/" + std::to_string(rank);
@@ -68,7 +73,7 @@ Status DecodeStatus(const std::string& text) {
 }
 
 JobRendezvous::JobRendezvous(std::unique_ptr<Store> store, RendezvousOptions options)
-    : options_(std::move(options)) {
+    : options_(std::move(options)), auth_(options_.auth) {
   store_ = std::make_unique<DeadlineStore>(std::move(store), options_.peer_timeout,
                                            "the rendezvous store at " + options_.endpoint,
                                            options_.interrupted);
@@ -94,7 +99,7 @@ void JobRendezvous::set_interrupt(InterruptFn interrupted) {
 }
 
 Status JobRendezvous::Put(Store& store, const std::string& key, const std::string& payload) {
-  return store.Set(key, options_.auth.Seal(key, payload));
+  return store.Set(key, auth_.Seal(key, payload));
 }
 
 // The payload at `key`; nullopt when it is absent or fails authentication (logged, ignored).
@@ -104,7 +109,7 @@ Result<std::optional<std::string>> JobRendezvous::Fetch(Store& store, const std:
     if (raw.status().code() == StatusCode::kNotFound) return std::optional<std::string>();
     return raw.status();
   }
-  Result<std::string> payload = options_.auth.Open(key, *raw);
+  Result<std::string> payload = auth_.Open(key, *raw);
   if (!payload.ok()) {
     spdlog::warn("ignored a store record: {}", payload.status().message());
     return std::optional<std::string>();
@@ -115,10 +120,10 @@ Result<std::optional<std::string>> JobRendezvous::Fetch(Store& store, const std:
 // Sets `key` once (compare-and-set); returns the authentic payload it holds afterwards. A record
 // that fails authentication is replaced, exactly that one, never believed.
 Result<std::string> JobRendezvous::Claim(const std::string& key, const std::string& payload) {
-  const std::string sealed = options_.auth.Seal(key, payload);
+  const std::string sealed = auth_.Seal(key, payload);
   HETRUN_ASSIGN_OR_RETURN(std::string held, store_->SetIfAbsent(key, sealed));
   for (int attempt = 0; attempt < 8; ++attempt) {
-    Result<std::string> opened = options_.auth.Open(key, held);
+    Result<std::string> opened = auth_.Open(key, held);
     if (opened.ok()) return *opened;
     spdlog::warn("ignored a store record: {}", opened.status().message());
     HETRUN_ASSIGN_OR_RETURN(held, store_->CompareSet(key, held, sealed));
@@ -138,7 +143,6 @@ Status JobRendezvous::Interrupted(const std::string& where) {
   store_->set_interrupt({});
   store_->set_call_timeout(std::min<milliseconds>(options_.peer_timeout, std::chrono::seconds(2)));
   (void)Claim(Key("rdzv/abort"), EncodeStatus(status));
-  (void)Claim(Key("rdzv/done"), EncodeStatus(status));
   return status;
 }
 
@@ -147,6 +151,7 @@ Status JobRendezvous::WaitForKeys(const std::vector<std::string>& keys,
   // The store's blocking wait in slices: between slices, an abort another node published and the
   // signals are looked at. A key whose record fails authentication does not count as set.
   while (true) {
+    BetweenWaits();
     auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return DeadlineExceededError("");
     Status waited = store_->Wait(keys, std::min(left, kWaitSlice));
@@ -171,10 +176,87 @@ Status JobRendezvous::WaitForKeys(const std::vector<std::string>& keys,
 void JobRendezvous::Fail(const Status& status) {
   if (status.ok()) return;
   (void)Claim(Key("rdzv/abort"), EncodeStatus(status));
-  (void)Claim(Key("rdzv/done"), EncodeStatus(status));
+}
+
+// Node 0: a fresh nonce for this rendezvous under rdzv/nonce (sealed without a session); every
+// later record is bound to it, so a record of an earlier incarnation of the same job (same
+// secret, same run id) never verifies. The other nodes wait for it.
+Status JobRendezvous::AgreeOnSession(Clock::time_point deadline) {
+  const std::string key = Key("rdzv/nonce");
+  if (options_.node_rank == 0) {
+    HETRUN_ASSIGN_OR_RETURN(std::string nonce, RandomUuid());
+    nonce_record_ = options_.auth.Seal(key, nonce);
+    HETRUN_RETURN_IF_ERROR(store_->Set(key, nonce_record_));
+    auth_ = options_.auth.WithSession(nonce);
+    have_session_ = true;
+    return Status::Ok();
+  }
+  spdlog::info("rendezvous at {}: connected as node {}, waiting for node 0 to open the rendezvous",
+               options_.endpoint, options_.node_rank);
+  HETRUN_RETURN_IF_ERROR(WaitForKeys({key}, deadline));
+  HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> nonce, Fetch(*store_, key));
+  if (!nonce) return UnavailableError("rendezvous: node 0's nonce at " + key + " vanished");
+  auth_ = options_.auth.WithSession(*nonce);
+  have_session_ = true;
+  return Status::Ok();
+}
+
+// Between waits. Node 0: a nonce record overwritten (a replayed one of an earlier incarnation)
+// is put back. The others, while they wait for the nonce: node 0's probe, kept for the message
+// should node 0 close the store (it times out first) before this node's own timeout.
+void JobRendezvous::BetweenWaits() {
+  if (options_.node_rank != 0 && !have_session_) {
+    if (Result<std::string> probe = store_->Get(ProbeKey(0)); probe.ok()) probe0_ = *probe;
+  }
+  if (nonce_record_.empty()) return;
+  const std::string key = Key("rdzv/nonce");
+  Result<std::string> held = store_->Get(key);
+  if (held.ok() && *held == nonce_record_) return;
+  spdlog::warn("the rendezvous nonce at {} was overwritten by another client; put back", key);
+  (void)store_->Set(key, nonce_record_);
+}
+
+// At the rendezvous timeout: when every missing node rank has a probe that fails this node's MAC
+// (or, without a secret here, carries one), the nodes were started with different secrets. The
+// probes are unauthenticated text: quoted, never believed further.
+std::optional<Status> JobRendezvous::SecretMismatch(const std::vector<int>& missing,
+                                                    const std::string& why) {
+  if (missing.empty()) return std::nullopt;
+  std::string quoted;
+  for (int r : missing) {
+    Result<std::string> raw = store_->Get(ProbeKey(r));
+    if (!raw.ok() && r == 0 && !probe0_.empty()) raw = probe0_;
+    if (!raw.ok()) return std::nullopt;
+    bool mismatch = options_.auth.enabled() ? !options_.auth.Open(ProbeKey(r), *raw).ok()
+                                            : RecordAuth::Sealed(*raw);
+    if (!mismatch) return std::nullopt;
+    std::string said = raw->substr(0, raw->find('\n'));
+    quoted += (quoted.empty() ? "" : "; ") + ShownText(said, 160);
+  }
+  std::string job = options_.auth.job_id();
+  std::replace(job.begin(), job.end(), '\n', ' ');
+  std::string mine = options_.auth.enabled()
+                         ? "this node's secret comes from " + options_.auth.source() +
+                               ", run id '" + ShownText(job, 200) + "'"
+                         : "this node has no job secret (HETRUN_JOB_SECRET and "
+                           "HETRUN_JOB_SECRET_FILE unset)";
+  return InvalidArgumentError(
+      "rendezvous at " + options_.endpoint + " " + why +
+      ": node ranks claimed only with records that fail this node's HMAC verification: " +
+      RankList(missing) +
+      ". The nodes do not share the job secret (or the run id or incarnation): " + mine +
+      ". Set the same HETRUN_JOB_SECRET (or HETRUN_JOB_SECRET_FILE) and run id on every "
+      "node. The other records say (unauthenticated): " +
+      quoted);
 }
 
 Result<std::vector<NodeRecord>> JobRendezvous::Join(const NodeRecord& mine) {
+  Result<std::vector<NodeRecord>> records = JoinSteps(mine);
+  if (!records.ok()) return Redacted(records.status());
+  return records;
+}
+
+Result<std::vector<NodeRecord>> JobRendezvous::JoinSteps(const NodeRecord& mine) {
   const auto deadline = Clock::now() + options_.timeout;
   if (!options_.auth.enabled()) {
     spdlog::warn(
@@ -182,6 +264,11 @@ Result<std::vector<NodeRecord>> JobRendezvous::Join(const NodeRecord& mine) {
         "HETRUN_JOB_SECRET_FILE) on every node so records from other clients are ignored",
         options_.endpoint);
   }
+  const std::string probe = "node " + std::to_string(mine.node_rank) + " on " + mine.hostname +
+                            ", secret from " + options_.auth.source();
+  HETRUN_RETURN_IF_ERROR(
+      store_->Set(ProbeKey(mine.node_rank), options_.auth.Seal(ProbeKey(mine.node_rank), probe)));
+  if (Status session = AgreeOnSession(deadline); !session.ok()) return JoinFailed(session);
   const std::string encoded = EncodeNodeRecord(mine);
   auto fail = [&](const Status& status) {
     Fail(status);
@@ -197,42 +284,61 @@ Result<std::vector<NodeRecord>> JobRendezvous::Join(const NodeRecord& mine) {
     Result<NodeRecord> other = DecodeNodeRecord(claimed);
     std::string holder =
         other.ok() ? NodeLabel(*other) + " [" + other->instance + "]" : "another launcher";
-    return fail(InvalidArgumentError("node rank " + std::to_string(mine.node_rank) +
-                                     " claimed twice: by " + holder + " and by " + NodeLabel(mine) +
-                                     " [" + mine.instance + "]"));
+    // Transient: two launchers of this incarnation resolved the same rank (a pod replaced while
+    // its predecessor still ran); a restart of the gang sorts it out.
+    return fail(UnavailableError("node rank " + std::to_string(mine.node_rank) +
+                                 " claimed twice: by " + holder + " and by " + NodeLabel(mine) +
+                                 " [" + mine.instance + "]"));
   }
   claimed_ = true;
-  HETRUN_ASSIGN_OR_RETURN(int64_t joined, store_->Add(Key("rdzv/joined"), 1));
-  spdlog::info("rendezvous at {}: joined as node {} ({} of {} nodes so far)", options_.endpoint,
-               mine.node_rank, joined, options_.nnodes);
-  if (joined == options_.nnodes) (void)Claim(Key("rdzv/done"), "ok");
+  spdlog::info("rendezvous at {}: joined as node {} of {} nodes", options_.endpoint, mine.node_rank,
+               options_.nnodes);
   return WaitForAll(mine, deadline);
+}
+
+// The status of a Join whose wait failed: a timeout or a shutdown signal, told as joined and
+// missing node ranks (missing: no record that verifies); at the timeout, or when node 0 closed
+// the store before this node got its nonce, a secret the nodes do not share (78).
+Status JobRendezvous::JoinFailed(const Status& waited) {
+  const bool timeout = waited.code() == StatusCode::kDeadlineExceeded && waited.message().empty();
+  const bool interrupted = waited.message().find("interrupted by") != std::string::npos;
+  if (!have_session_ && !timeout && !interrupted && waited.code() == StatusCode::kUnavailable) {
+    // The store went away before node 0 opened the rendezvous for this node.
+    std::optional<Status> mismatch = SecretMismatch({0}, "was closed by node 0");
+    return mismatch.value_or(Redacted(waited));
+  }
+  if (!timeout && !interrupted && !waited.message().empty()) return Redacted(waited);
+  if (interrupted) return Interrupted("while waiting at the rendezvous " + options_.endpoint);
+  std::vector<int> present, missing;
+  for (int r = 0; r < options_.nnodes; ++r) {
+    Result<std::optional<std::string>> has = std::optional<std::string>();
+    if (have_session_) has = Fetch(*store_, Key(NodeName(r)));
+    (has.ok() && *has ? present : missing).push_back(r);
+  }
+  std::string joined = std::to_string(present.size()) + " of " + std::to_string(options_.nnodes) +
+                       " nodes joined (node ranks joined: " + RankList(present) +
+                       "; missing: " + RankList(missing) + ")";
+  if (!have_session_) joined += "; node 0 has not published this rendezvous's nonce";
+  if (!timeout) {
+    return Interrupted("while waiting at the rendezvous " + options_.endpoint + ": " + joined);
+  }
+  std::optional<Status> mismatch =
+      SecretMismatch(have_session_ ? missing : std::vector<int>{0},
+                     "timed out after " + FormatDuration(options_.timeout));
+  if (mismatch) {
+    if (have_session_) Fail(*mismatch);  // the nodes that share this node's secret: the same
+    return *mismatch;
+  }
+  return DeadlineExceededError("rendezvous at " + options_.endpoint + " timed out after " +
+                               FormatDuration(options_.timeout) + ": " + joined);
 }
 
 Result<std::vector<NodeRecord>> JobRendezvous::WaitForAll(const NodeRecord& mine,
                                                           Clock::time_point deadline) {
-  Status waited = WaitForKeys({Key("rdzv/done")}, deadline);
-  if (!waited.ok() && waited.message().empty()) {
-    std::vector<int> present, missing;
-    for (int r = 0; r < options_.nnodes; ++r) {
-      Result<bool> has = store_->Check({Key(NodeName(r))});
-      (has.ok() && *has ? present : missing).push_back(r);
-    }
-    std::string joined = std::to_string(present.size()) + " of " + std::to_string(options_.nnodes) +
-                         " nodes joined (node ranks joined: " + RankList(present) +
-                         "; missing: " + RankList(missing) + ")";
-    if (waited.code() == StatusCode::kDeadlineExceeded) {
-      return DeadlineExceededError("rendezvous at " + options_.endpoint + " timed out after " +
-                                   FormatDuration(options_.timeout) + ": " + joined);
-    }
-    return Interrupted("while waiting at the rendezvous " + options_.endpoint + ": " + joined);
-  }
-  if (!waited.ok() && waited.message().find("interrupted by") != std::string::npos) {
-    return Interrupted("while waiting at the rendezvous " + options_.endpoint);
-  }
-  HETRUN_RETURN_IF_ERROR(waited);
-  HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> done, Fetch(*store_, Key("rdzv/done")));
-  HETRUN_RETURN_IF_ERROR(DecodeStatus(done.value_or("ok")));
+  std::vector<std::string> keys;
+  for (int r = 0; r < options_.nnodes; ++r) keys.push_back(Key(NodeName(r)));
+  Status waited = WaitForKeys(keys, deadline);
+  if (!waited.ok()) return JoinFailed(waited);
   std::vector<NodeRecord> records;
   for (int r = 0; r < options_.nnodes; ++r) {
     HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> text, Fetch(*store_, Key(NodeName(r))));
@@ -320,7 +426,19 @@ void JobRendezvous::DisarmSigterm() {
   sigterm_armed_ = false;
 }
 
+// `status` without the secret-derived key prefix (store errors quote the key they failed on).
+Status JobRendezvous::Redacted(const Status& status) const {
+  const std::string& prefix = options_.auth.key_prefix();
+  if (!options_.auth.enabled() || status.message().find(prefix) == std::string::npos) return status;
+  std::string text = status.message();
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at)) {
+    text.replace(at, prefix.size(), "hetrun/<prefix>/");
+  }
+  return Status(status.code(), text);
+}
+
 void JobRendezvous::SetPeerFailure(Status status) {
+  status = Redacted(status);
   std::lock_guard<std::mutex> lock(mutex_);
   if (peer_failure_) return;
   spdlog::error("{}", status.message());
@@ -479,23 +597,40 @@ Status JobRendezvous::BeginAttempt(int attempt) {
   if (restart_fd_ >= 0 && read(restart_fd_, &drained, sizeof(drained)) < 0 && errno != EAGAIN) {
     spdlog::warn("read(job restart eventfd): {}", std::strerror(errno));
   }
-  HETRUN_ASSIGN_OR_RETURN(int64_t arrived, store_->Add(Key("restart/" + k + "/arrived"), 1));
-  spdlog::info("job-wide restart to attempt {} ({}): {} of {} nodes arrived", attempt, reason,
-               arrived, options_.nnodes);
-  if (arrived == options_.nnodes) (void)Claim(Key("restart/" + k + "/go"), "ok");
-  const auto deadline = Clock::now() + options_.timeout;
+  HETRUN_RETURN_IF_ERROR(
+      Put(*store_, Key("restart/" + k + "/arrived/" + std::to_string(options_.node_rank)), "ok"));
+  spdlog::info("job-wide restart to attempt {} ({}): node {} arrived, waiting for all {} nodes",
+               attempt, reason, options_.node_rank, options_.nnodes);
+  return WaitAtBarrier(k, Clock::now() + options_.timeout);
+}
+
+// Every node's arrival record for attempt k, each verified: a forged one (or an extra counter
+// add, as an earlier barrier had) lets no node through.
+Status JobRendezvous::WaitAtBarrier(const std::string& k, Clock::time_point deadline) {
+  std::vector<std::string> keys;
+  for (int r = 0; r < options_.nnodes; ++r) {
+    keys.push_back(Key("restart/" + k + "/arrived/" + std::to_string(r)));
+  }
   while (true) {
-    Status waited = store_->Wait({Key("restart/" + k + "/go")}, kWaitSlice);
-    if (waited.ok()) return Status::Ok();
-    if (waited.code() != StatusCode::kDeadlineExceeded) return waited;
+    Status waited = store_->Wait(keys, kWaitSlice);
+    if (waited.ok()) {
+      bool all = true;
+      for (const std::string& key : keys) {
+        HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> value, Fetch(*store_, key));
+        all = all && value.has_value();
+      }
+      if (all) return Status::Ok();
+      std::this_thread::sleep_for(kWaitSlice);  // a forged arrival: look again later
+    } else if (waited.code() != StatusCode::kDeadlineExceeded) {
+      return waited;
+    }
     if (std::optional<Status> peer = PeerFailure()) return *peer;
     if (ShutdownSignalPending()) {
       return UnavailableError("a shutdown signal arrived at the barrier of attempt " + k);
     }
     if (Clock::now() >= deadline) {
       return DeadlineExceededError("job-wide restart to attempt " + k +
-                                   ": not every node arrived "
-                                   "within " +
+                                   ": not every node arrived within " +
                                    FormatDuration(options_.timeout));
     }
   }

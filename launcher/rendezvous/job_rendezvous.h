@@ -1,20 +1,29 @@
 // The job-wide rendezvous of the launchers (one per node) over a Store, and the liveness watch
 // that notices a node that vanishes afterwards. Store keys (under RecordAuth::key_prefix(),
-// "hetrun/" without a job secret; every value sealed by RecordAuth):
+// "hetrun/" without a job secret; every value sealed by RecordAuth, and every one after
+// rdzv/nonce bound to that nonce, so records of an earlier incarnation never verify):
+//   rdzv/nonce        node 0's fresh nonce for this rendezvous (a random UUID), set first; the
+//                     others wait for it. Node 0 puts it back while it waits, should it change.
 //   rdzv/first        the first joiner's record: every later joiner checks it belongs to the same
 //                     job (nnodes, world size, hetrun and NCCL versions) -> exit 78 naming both
-//   rdzv/node/<r>     node r's record, claimed once: a second claimant -> exit 78 naming both
-//   rdzv/joined       counter; the joiner that makes it nnodes sets rdzv/done
-//   rdzv/done         "ok", or an encoded error that every waiting node returns as its own
+//   rdzv/node/<r>     node r's record, claimed once: a second claimant -> exit 75 (transient)
+//                     naming both. The rendezvous is complete once every node's record is there
+//                     and verifies (no counter: an unauthenticated add cannot complete it).
+//   rdzv/abort        an encoded error that every waiting node returns as its own
 //   round/<name>/<r>  later all-gathers among the nodes (the job-wide kernel-image verdicts)
 //   hb/<r>            node r > 0: "<seq> running" every heartbeat interval, "<seq> exit <code>"
 //   live              node 0's aggregate, every interval: "<seq>\n<node 0: running | exit N>\n
 //                     <0 | the next attempt K and why, when a restart was asked for>\n
 //                     <ok | the first failure it saw>"
 //   restart/<K>       a job-wide restart to attempt K was asked for (first asker's reason)
-//   restart/<K>/arrived, restart/<K>/go   the barrier every node passes before attempt K
+//   restart/<K>/arrived/<r>  node r is at the barrier before attempt K; every node passes once
+//                     all of them are there and verify
 //   end/<name>/<r>    node r > 0's end-of-run record (Leave; the pipeline's measurements), set
 //                     once before its final exit code; node 0 reads them after Finish
+// Outside the prefix, readable whatever the secret (diagnosis only, never acted on early):
+//   hetrun-probe/<r>  node r's "node r on HOST, secret from SOURCE", sealed without the nonce. At
+//                     --rdzv-timeout, when every missing node rank has a probe that fails this
+//                     node's MAC, the nodes do not share the secret: exit 78 naming its source.
 // Liveness is linear in the node count: every node writes one beat and reads one record per
 // interval; only node 0 reads the beats. Waits use the store's blocking wait in slices.
 // Every call has a deadline (DeadlineStore): a frozen node 0 is noticed within --peer-timeout.
@@ -66,8 +75,10 @@ class JobRendezvous {
 
   /// Publishes `mine` and waits for every node. Returns all records ordered by node rank, checked
   /// with ValidateJob. kDeadlineExceeded (exit 75) listing joined and missing node ranks;
-  /// kInvalidArgument (exit 78) for a duplicate rank or a different job; kUnavailable when the
-  /// store is lost or a shutdown signal arrived (the other nodes are then told).
+  /// kInvalidArgument (exit 78) for a different job, or at the timeout when every missing node
+  /// rank was claimed with records that fail this node's MAC (another secret); kUnavailable
+  /// (exit 75) for a duplicate rank, when the store is lost or a shutdown signal arrived (the
+  /// other nodes are then told).
   Result<std::vector<NodeRecord>> Join(const NodeRecord& mine);
 
   /// All-gather of one string among `publishers` (node ranks): this node publishes `value` when
@@ -133,6 +144,13 @@ class JobRendezvous {
   };
 
   std::string Key(const std::string& name) const { return options_.auth.key_prefix() + name; }
+  Status AgreeOnSession(std::chrono::steady_clock::time_point deadline);
+  void BetweenWaits();
+  Status JoinFailed(const Status& waited);
+  Result<std::vector<NodeRecord>> JoinSteps(const NodeRecord& mine);
+  Status Redacted(const Status& status) const;
+  std::optional<Status> SecretMismatch(const std::vector<int>& missing, const std::string& why);
+  Status WaitAtBarrier(const std::string& k, std::chrono::steady_clock::time_point deadline);
   Status Put(Store& store, const std::string& key, const std::string& payload);
   Result<std::optional<std::string>> Fetch(Store& store, const std::string& key);
   Result<std::string> Claim(const std::string& key, const std::string& payload);
@@ -153,6 +171,10 @@ class JobRendezvous {
 
   std::unique_ptr<DeadlineStore> store_;
   RendezvousOptions options_;
+  RecordAuth auth_;  ///< options_.auth, bound to node 0's nonce once Join has it
+  bool have_session_ = false;
+  std::string nonce_record_;  ///< node 0: the sealed nonce it published
+  std::string probe0_;        ///< the others, before the nonce: node 0's probe as last read
   int event_fd_ = -1;
   int restart_fd_ = -1;
   std::atomic<int> attempt_{0};  ///< the attempt this node runs (or is arriving at)

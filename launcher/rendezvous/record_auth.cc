@@ -39,16 +39,27 @@ std::string HmacHex(const std::string& secret, const std::string& message) {
 
 }  // namespace
 
-RecordAuth::RecordAuth(std::string secret, std::string job_id)
-    : secret_(std::move(secret)), job_id_(std::move(job_id)) {
+RecordAuth::RecordAuth(std::string secret, std::string job_id, std::string source)
+    : secret_(std::move(secret)), job_id_(std::move(job_id)), source_(std::move(source)) {
   if (!secret_.empty()) {
     key_prefix_ = "hetrun/" + HmacHex(secret_, "hetrun key prefix\n" + job_id_).substr(0, 16) + "/";
   }
 }
 
+RecordAuth RecordAuth::WithSession(std::string session) const {
+  RecordAuth copy = *this;
+  copy.session_ = std::move(session);
+  return copy;
+}
+
+bool RecordAuth::Sealed(const std::string& record) {
+  return record.rfind(kMacTag) != std::string::npos;
+}
+
 std::string RecordAuth::Mac(const std::string& key, const std::string& payload) const {
-  // Lengths first: no two (job id, key, payload) triples give the same message.
-  std::string message = "hetrun record v1\n" + std::to_string(job_id_.size()) + ":" + job_id_ +
+  // Lengths first: no two (job id, session, key, payload) tuples give the same message.
+  std::string message = "hetrun record v2\n" + std::to_string(job_id_.size()) + ":" + job_id_ +
+                        std::to_string(session_.size()) + ":" + session_ +
                         std::to_string(key.size()) + ":" + key + payload;
   return HmacHex(secret_, message);
 }
@@ -83,13 +94,13 @@ Result<std::string> RecordAuth::Open(const std::string& key, const std::string& 
   return payload;
 }
 
-Result<std::string> JobSecret(const Environment& env) {
+Result<JobSecretSource> JobSecret(const Environment& env) {
   if (std::optional<std::string> secret = env.Get("HETRUN_JOB_SECRET");
       secret && !secret->empty()) {
-    return *secret;
+    return JobSecretSource{*secret, "HETRUN_JOB_SECRET"};
   }
   std::optional<std::string> file = env.Get("HETRUN_JOB_SECRET_FILE");
-  if (!file || file->empty()) return std::string();
+  if (!file || file->empty()) return JobSecretSource{"", "no job secret"};
   std::error_code ec;
   if (!std::filesystem::is_regular_file(*file, ec)) {
     return InvalidArgumentError("HETRUN_JOB_SECRET_FILE=" + *file +
@@ -107,7 +118,7 @@ Result<std::string> JobSecret(const Environment& env) {
   std::string secret = text.str();
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
   if (secret.empty()) return InvalidArgumentError("HETRUN_JOB_SECRET_FILE=" + *file + ": empty");
-  return secret;
+  return JobSecretSource{secret, "HETRUN_JOB_SECRET_FILE=" + *file};
 }
 
 }  // namespace hetrun::launcher

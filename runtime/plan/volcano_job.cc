@@ -12,6 +12,15 @@ namespace {
 using internal::EnvVar;
 using internal::Json;
 
+// The incarnation of the job (docs/explanation/reliability.md, the job secret): the Job's
+// version, which Volcano puts on every pod it creates as the annotation volcano.sh/job-version
+// and raises on each whole-job restart. It complements node 0's per-rendezvous nonce.
+Json IncarnationVar() {
+  return {{"name", "HETRUN_INCARNATION"},
+          {"valueFrom",
+           {{"fieldRef", {{"fieldPath", "metadata.annotations['volcano.sh/job-version']"}}}}}};
+}
+
 Json PoliciesJson() {
   Json policies = Json::array();
   for (const VolcanoPolicy& policy : VolcanoPolicies()) {
@@ -111,6 +120,7 @@ Json VolcanoJob(const ClusterSpec& cluster, Json spec) {
 std::string PipelineJobYaml(const PipelinePlan& plan, const ClusterSpec& cluster) {
   Json tasks = Json::array();
   for (internal::TaskPods& pods : internal::PlannedTasks(plan, cluster)) {
+    pods.env.push_back(IncarnationVar());
     Json pod_spec = internal::PodSpec(cluster, "nodeSelector", {{cluster.label_key, pods.family}},
                                       std::move(pods.env), pods.gpus);
     tasks.push_back({{"name", pods.task},
@@ -159,6 +169,7 @@ std::string HomogeneousJobYaml(const ClusterSpec& cluster, const std::string& fa
                                        Json::array({{{"key", cluster.label_key},
                                                      {"operator", "In"},
                                                      {"values", Json::array({chosen})}}})}}})}}}}}};
+  env.push_back(IncarnationVar());
   Json pod_spec = internal::PodSpec(cluster, "affinity", std::move(affinity), std::move(env),
                                     cluster.gpus_per_pod);
   Json spec = JobSpec(cluster, pods, true);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "free_port.h"
@@ -112,12 +113,59 @@ TEST(RendezvousIntegrationTest, MissingNodeTimesOutWith75ListingJoinedAndMissing
   }
 }
 
-TEST(RendezvousIntegrationTest, DuplicateNodeRankIs78NamingBothNodes) {
+// Issue 28 item 7: transient (75, Volcano restarts the gang), no longer 78 (TerminateJob).
+TEST(RendezvousIntegrationTest, DuplicateNodeRankIs75NamingBothNodes) {
   REQUIRE_RENDEZVOUS();
   auto results = RunJob({{0, kA100}, {1, kH100}, {1, kH200}}, 3, {"--rdzv-timeout", "20s"});
   for (const ProcessResult& r : results) {
-    EXPECT_EQ(r.exit_code, 78) << r.err;
+    EXPECT_EQ(r.exit_code, 75) << r.err;
     EXPECT_NE(r.err.find("node rank 1 claimed twice"), std::string::npos) << r.err;
+  }
+}
+
+// Issue 28 item 8: both nodes connected, each with its own secret. Before: both waited the whole
+// --rdzv-timeout and exited 75 "1 of 2 nodes joined". Now 78 at the timeout (never earlier),
+// naming where each node's secret came from and never the secret.
+TEST(RendezvousIntegrationTest, DifferentJobSecretsAre78AtTheRdzvTimeoutNamingTheirSource) {
+  REQUIRE_RENDEZVOUS();
+  testing::TempDir dir;
+  const std::string file = dir.path() + "/secret";
+  std::ofstream(file) << "beta-secret\n";
+  Node zero(0, kA100), one(1, kH100);
+  zero.extra_env["HETRUN_JOB_SECRET"] = "alpha-secret";
+  one.extra_env["HETRUN_JOB_SECRET_FILE"] = file;
+  auto start = std::chrono::steady_clock::now();
+  auto results = RunJob({zero, one}, 2, {"--rdzv-timeout", "3s"});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("different secrets: both exited after %.2f s (--rdzv-timeout 3s)\n", seconds);
+  EXPECT_GE(seconds, 3.0);
+  for (const ProcessResult& r : results) {
+    EXPECT_EQ(r.exit_code, 78) << r.err;
+    EXPECT_NE(r.err.find("do not share the job secret"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("alpha-secret"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("beta-secret"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::regex_search(r.err, std::regex("hetrun/[0-9a-f]{16}/")))
+        << "the key prefix is derived from the secret: " << r.err;
+  }
+  EXPECT_NE(results[0].err.find("secret comes from HETRUN_JOB_SECRET,"), std::string::npos)
+      << results[0].err;
+  EXPECT_NE(results[1].err.find("secret comes from HETRUN_JOB_SECRET_FILE=" + file),
+            std::string::npos)
+      << results[1].err;
+}
+
+// The incarnation (HETRUN_INCARNATION, from the pod's volcano.sh/job-version) is part of what
+// the records are bound to: a launcher of another incarnation is never believed.
+TEST(RendezvousIntegrationTest, LaunchersOfDifferentIncarnationsDoNotMeet) {
+  REQUIRE_RENDEZVOUS();
+  Node zero(0, kA100), one(1, kH100);
+  for (Node* node : {&zero, &one}) node->extra_env["HETRUN_JOB_SECRET"] = "the job's secret";
+  zero.extra_env["HETRUN_INCARNATION"] = "4";
+  one.extra_env["HETRUN_INCARNATION"] = "3";
+  auto results = RunJob({zero, one}, 2, {"--rdzv-timeout", "2s"});
+  for (const ProcessResult& r : results) {
+    EXPECT_EQ(r.exit_code, 78) << r.err;
+    EXPECT_NE(r.err.find("run id 'none incarnation "), std::string::npos) << r.err;
   }
 }
 

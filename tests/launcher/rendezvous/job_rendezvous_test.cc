@@ -120,17 +120,20 @@ RendezvousOptions Options(int rank, int nnodes, std::chrono::milliseconds timeou
   return o;
 }
 
-// Runs Join for every record on its own thread; returns each node's result.
-std::vector<Result<std::vector<NodeRecord>>> JoinAll(std::shared_ptr<SharedState> state,
-                                                     const std::vector<NodeRecord>& records,
-                                                     int nnodes,
-                                                     std::chrono::milliseconds timeout = 5s) {
+// Runs Join for every record on its own thread; returns each node's result. `auths[i]`, when
+// given, is record i's RecordAuth; `delays[i]` how long record i waits before it joins.
+std::vector<Result<std::vector<NodeRecord>>> JoinAll(
+    std::shared_ptr<SharedState> state, const std::vector<NodeRecord>& records, int nnodes,
+    std::chrono::milliseconds timeout = 5s, const std::vector<RecordAuth>& auths = {},
+    const std::vector<std::chrono::milliseconds>& delays = {}) {
   std::vector<std::optional<Result<std::vector<NodeRecord>>>> out(records.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < records.size(); ++i) {
     threads.emplace_back([&, i] {
-      JobRendezvous rdzv(std::make_unique<InMemoryStore>(state),
-                         Options(records[i].node_rank, nnodes, timeout));
+      if (i < delays.size()) std::this_thread::sleep_for(delays[i]);
+      RendezvousOptions o = Options(records[i].node_rank, nnodes, timeout);
+      if (i < auths.size()) o.auth = auths[i];
+      JobRendezvous rdzv(std::make_unique<InMemoryStore>(state), o);
       out[i] = rdzv.Join(records[i]);
     });
   }
@@ -162,14 +165,16 @@ TEST(JobRendezvousTest, TimeoutListsJoinedAndMissingNodeRanks) {
   }
 }
 
-TEST(JobRendezvousTest, DuplicateNodeRankFailsEveryNodeWithTheSameMessage) {
+// Transient (75): two launchers of this incarnation holding one rank is sorted out by restarting
+// the gang, not a reason for Volcano to end the job.
+TEST(JobRendezvousTest, DuplicateNodeRankFailsEveryNodeTransientlyWithTheSameMessage) {
   auto state = std::make_shared<SharedState>();
   NodeRecord dup = Record(1, 3);
   dup.hostname = "intruder";
   dup.instance = "intruder:9";
   auto results = JoinAll(state, {Record(0, 3), Record(1, 3), dup}, 3);
   for (const auto& r : results) {
-    ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+    ASSERT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
     EXPECT_NE(r.status().message().find("node rank 1 claimed twice"), std::string::npos);
     EXPECT_EQ(r.status().message(), results[0].status().message());
   }
@@ -356,7 +361,6 @@ TEST(JobRendezvousTest, ForgedAbortIsIgnoredWhenTheJobHasASecret) {
   auto state = std::make_shared<SharedState>();
   RecordAuth auth("s3cret", "job-1");
   state->data[auth.key_prefix() + "rdzv/abort"] = "5 forged: stop the job";
-  state->data[auth.key_prefix() + "rdzv/done"] = "5 forged: stop the job";
   std::vector<std::optional<Result<std::vector<NodeRecord>>>> out(2);
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
@@ -399,6 +403,179 @@ TEST(JobRendezvousTest, StatusEncodingRoundTrips) {
   EXPECT_EQ(back.message(), s.message());
   EXPECT_TRUE(DecodeStatus("ok").ok());
   EXPECT_EQ(DecodeStatus("garbage").code(), StatusCode::kInternal);
+}
+
+// Issue 28 item 7: incarnation 1 of a job (same secret, same run id) leaves valid signed records;
+// a client replays them into incarnation 2's store before its nodes claim. They were believed
+// ("node rank 1 claimed twice", 78 on both nodes); bound to node 0's nonce, they never verify.
+TEST(JobRendezvousTest, RecordsOfAnEarlierIncarnationDoNotVerifyInTheNextOne) {
+  RecordAuth auth("s3cret", "none", "HETRUN_JOB_SECRET");
+  auto first = std::make_shared<SharedState>();
+  for (const auto& r : JoinAll(first, {Record(0, 2), Record(1, 2)}, 2, 5s, {auth, auth})) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  auto second = std::make_shared<SharedState>();
+  for (const char* name : {"rdzv/first", "rdzv/node/1", "rdzv/node/0"}) {
+    const std::string key = auth.key_prefix() + name;
+    second->data[key] = first->data.at(key);
+  }
+  NodeRecord node0 = Record(0, 2), node1 = Record(1, 2);
+  node0.instance = "host-0:new-pod";  // the new incarnation's launchers are other processes
+  node1.instance = "host-1:new-pod";
+  auto results = JoinAll(second, {node0, node1}, 2, 5s, {auth, auth});
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ((*r)[1].instance, "host-1:new-pod");
+  }
+}
+
+// Item 7: `rdzv/joined` was a plain counter: one add from a stranger completed the rendezvous
+// before node 1 joined (node 0 then failed reading its record). Completion is now every node's
+// record being there and verifying.
+TEST(JobRendezvousTest, AnExtraAddFromAStrangerDoesNotCompleteTheRendezvous) {
+  RecordAuth auth("s3cret", "none", "HETRUN_JOB_SECRET");
+  auto state = std::make_shared<SharedState>();
+  state->data[auth.key_prefix() + "rdzv/joined"] = "1";
+  auto results = JoinAll(state, {Record(0, 2), Record(1, 2)}, 2, 5s, {auth, auth}, {0ms, 400ms});
+  for (const auto& r : results) ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
+// Item 7: the restart barrier read `restart/K/go` without its MAC (and counted arrivals with a
+// plain add): a forged go, or one extra add, let a node start attempt K alone.
+TEST(JobRendezvousTest, AForgedGoOrArrivalDoesNotOpenTheRestartBarrier) {
+  RecordAuth auth("s3cret", "none", "HETRUN_JOB_SECRET");
+  auto state = std::make_shared<SharedState>();
+  state->data[auth.key_prefix() + "restart/1/go"] = "ok";
+  state->data[auth.key_prefix() + "restart/1/arrived"] = "1";
+  state->data[auth.key_prefix() + "restart/1/arrived/1"] = "ok";
+  RendezvousOptions o = Options(0, 2, 600ms);
+  o.auth = auth;
+  JobRendezvous alone(std::make_unique<InMemoryStore>(state), o);
+  auto start = std::chrono::steady_clock::now();
+  Status began = alone.BeginAttempt(1);
+  EXPECT_EQ(began.code(), StatusCode::kDeadlineExceeded) << began.ToString();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 550ms);
+  // Both nodes at the barrier: both pass.
+  auto fresh = std::make_shared<SharedState>();
+  std::vector<Status> passed(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      RendezvousOptions mine = Options(r, 2, 5s);
+      mine.auth = auth;
+      JobRendezvous node(std::make_unique<InMemoryStore>(fresh), mine);
+      passed[r] = node.BeginAttempt(1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& p : passed) EXPECT_TRUE(p.ok()) << p.ToString();
+}
+
+// Item 7: a replayed nonce record (valid: sealed by an earlier node 0 of the same job) written
+// over this rendezvous's is put back by node 0, and the rendezvous completes.
+TEST(JobRendezvousTest, Node0PutsItsNonceBackWhenAnotherClientOverwritesIt) {
+  RecordAuth auth("s3cret", "none", "HETRUN_JOB_SECRET");
+  auto state = std::make_shared<SharedState>();
+  const std::string key = auth.key_prefix() + "rdzv/nonce";
+  const std::string replayed = auth.Seal(key, "an-earlier-incarnation's-nonce");
+  std::thread replayer([&] {
+    std::this_thread::sleep_for(100ms);
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->data[key] = replayed;
+  });
+  auto results = JoinAll(state, {Record(0, 2), Record(1, 2)}, 2, 5s, {auth, auth}, {0ms, 1500ms});
+  replayer.join();
+  for (const auto& r : results) ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(state->data.at(key), replayed);
+}
+
+// Item 8: nodes started with different secrets waited the whole --rdzv-timeout and exited 75
+// "1 of 2 nodes joined". At the timeout, every missing rank claimed with records that fail the
+// MAC is a configuration error: 78 naming where this node's secret came from, never the secret.
+TEST(JobRendezvousTest, NodesWithDifferentSecretsExit78AtTheTimeoutNamingWhereTheSecretCameFrom) {
+  auto state = std::make_shared<SharedState>();
+  RecordAuth zero("alpha-secret", "none", "HETRUN_JOB_SECRET");
+  RecordAuth one("beta-secret", "none", "HETRUN_JOB_SECRET_FILE=/run/secrets/hetrun");
+  auto start = std::chrono::steady_clock::now();
+  auto results = JoinAll(state, {Record(0, 2), Record(1, 2)}, 2, 700ms, {zero, one});
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 650ms) << "never before the timeout";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Status& status = results[i].status();
+    ASSERT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+    EXPECT_NE(status.message().find("do not share the job secret"), std::string::npos)
+        << status.message();
+    EXPECT_NE(status.message().find(i == 0 ? "HMAC verification: 1." : "HMAC verification: 0."),
+              std::string::npos)
+        << "names the other node's rank: " << status.message();
+    EXPECT_EQ(status.message().find("alpha-secret"), std::string::npos);
+    EXPECT_EQ(status.message().find("beta-secret"), std::string::npos);
+  }
+  const std::string& m0 = results[0].status().message();
+  const std::string& m1 = results[1].status().message();
+  EXPECT_NE(m0.find("this node's secret comes from HETRUN_JOB_SECRET,"), std::string::npos) << m0;
+  EXPECT_NE(m1.find("comes from HETRUN_JOB_SECRET_FILE=/run/secrets/hetrun"), std::string::npos)
+      << m1;
+  // No hash of either secret: neither key prefix is quoted.
+  EXPECT_EQ(m0.find(zero.key_prefix().substr(7, 16)), std::string::npos);
+  EXPECT_EQ(m1.find(one.key_prefix().substr(7, 16)), std::string::npos);
+}
+
+// Node 0 starts first and so times out first: its store closes while node 1 still waits for a
+// nonce it cannot verify. Node 1 gives the same diagnosis (78), not "lost the store" (75), and
+// no store error quoting the secret-derived key prefix.
+TEST(JobRendezvousTest, Node0ClosingTheStoreBeforeAVerifiableNonceIsTheSecretMismatch) {
+  RecordAuth zero("alpha-secret", "none", "HETRUN_JOB_SECRET");
+  RecordAuth one("beta-secret", "none", "HETRUN_JOB_SECRET");
+  auto state = std::make_shared<SharedState>();
+  state->data["hetrun-probe/0"] = zero.Seal("hetrun-probe/0", "node 0 on host-0");
+  state->data[zero.key_prefix() + "rdzv/nonce"] = zero.Seal(zero.key_prefix() + "rdzv/nonce", "n");
+  std::thread closer([&] {
+    std::this_thread::sleep_for(800ms);
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->down = true;
+  });
+  auto results = JoinAll(state, {Record(1, 2)}, 2, 10s, {one});
+  closer.join();
+  const Status& status = results[0].status();
+  ASSERT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_NE(status.message().find("was closed by node 0"), std::string::npos) << status.message();
+  EXPECT_EQ(status.message().find(one.key_prefix()), std::string::npos) << status.message();
+}
+
+TEST(JobRendezvousTest, ANodeWithoutASecretAmongNodesWithOneIsNamedAtTheTimeout) {
+  auto state = std::make_shared<SharedState>();
+  RecordAuth zero("alpha-secret", "none", "HETRUN_JOB_SECRET");
+  auto results = JoinAll(state, {Record(0, 2), Record(1, 2)}, 2, 500ms, {zero, RecordAuth()});
+  ASSERT_EQ(results[0].status().code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(results[1].status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(results[1].status().message().find("this node has no job secret"), std::string::npos)
+      << results[1].status().message();
+}
+
+// Records that fail the MAC never end a job early (a stranger could end any job): a stranger's
+// probe and forged claim for rank 1 are ignored and node 1, coming later, joins.
+TEST(JobRendezvousTest, RecordsThatFailTheMacNeverEndTheRendezvousEarly) {
+  RecordAuth auth("s3cret", "none", "HETRUN_JOB_SECRET");
+  RecordAuth stranger("a guess", "none", "HETRUN_JOB_SECRET");
+  auto state = std::make_shared<SharedState>();
+  state->data["hetrun-probe/1"] = stranger.Seal("hetrun-probe/1", "node 1 on stranger");
+  state->data[auth.key_prefix() + "rdzv/node/1"] = "forged";
+  state->data[auth.key_prefix() + "rdzv/abort"] = "5 forged: stop the job";
+  auto results = JoinAll(state, {Record(0, 2), Record(1, 2)}, 2, 5s, {auth, auth}, {0ms, 700ms});
+  for (const auto& r : results) ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
+// A missing rank without a foreign probe stays the transient timeout (75), even when another
+// missing rank has one: 78 only when such records claimed exactly the missing ranks.
+TEST(JobRendezvousTest, AMissingRankWithoutAForeignClaimKeepsTheTimeoutTransient) {
+  RecordAuth auth("s3cret", "none", "HETRUN_JOB_SECRET");
+  RecordAuth other("other", "none", "HETRUN_JOB_SECRET");
+  auto state = std::make_shared<SharedState>();
+  state->data["hetrun-probe/1"] = other.Seal("hetrun-probe/1", "node 1 on elsewhere");
+  auto results = JoinAll(state, {Record(0, 3)}, 3, 400ms, {auth});
+  EXPECT_EQ(results[0].status().code(), StatusCode::kDeadlineExceeded)
+      << results[0].status().ToString();
+  EXPECT_NE(results[0].status().message().find("missing: 1, 2"), std::string::npos);
 }
 
 }  // namespace

@@ -197,6 +197,25 @@ TEST(VolcanoJobTest, EveryPodGetsTheJobSecretAndAGracePeriodAboveHetrunsWorstCas
   }
 }
 
+// Issue 28 item 7: the Job's version (raised by Volcano on every whole-job restart) reaches the
+// launcher through the downward API and is bound into the store records' MAC.
+TEST(VolcanoJobTest, EveryPodGetsTheIncarnationFromTheJobVersionAnnotation) {
+  Seed seed = LoadSeed();
+  for (const std::string& yaml :
+       {PipelineJobYaml(seed.plan, seed.cluster), HomogeneousJobYaml(seed.cluster, "")}) {
+    json job = testing::YamlToJson(Documents(yaml)[0]);
+    for (const json& task : job["spec"]["tasks"]) {
+      std::map<std::string, json> env;
+      for (const json& var : task["template"]["spec"]["containers"][0]["env"]) {
+        env[var["name"]] = var;
+      }
+      ASSERT_TRUE(env.count("HETRUN_INCARNATION")) << task.dump();
+      EXPECT_EQ(env["HETRUN_INCARNATION"]["valueFrom"]["fieldRef"]["fieldPath"],
+                "metadata.annotations['volcano.sh/job-version']");
+    }
+  }
+}
+
 // The `policies` hetrun's exit-code table asks for, as a parsed manifest writes them.
 json TablePolicies() {
   json policies = json::array();
