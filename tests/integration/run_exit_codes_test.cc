@@ -17,7 +17,8 @@ using testing::TempDir;
 // A worker's own 64, 70, 78, 80 and 81 are hetrun's verdicts (usage, internal, config, arch
 // mismatch, memory): reported as 1 so a Volcano policy never mistakes them (issue 15, item 7).
 bool Reserved(int code) {
-  return code == 64 || code == 70 || code == 78 || code == 80 || code == 81;
+  return code == 64 || code == 70 || code == 78 || code == 80 || code == 81 || code == 83 ||
+         code == 84;
 }
 
 TEST(RunExitCodesTest, PassesEveryExitCodeThroughButHetrunsOwn) {
@@ -40,7 +41,7 @@ TEST(RunExitCodesTest, PassesEveryExitCodeThroughButHetrunsOwn) {
 }
 
 TEST(RunExitCodesTest, WorkerExitingWithHetrunsOwnCodeIsReportedAs1AndSaysSo) {
-  for (int code : {64, 70, 78, 80, 81}) {
+  for (int code : {64, 70, 78, 80, 81, 83, 84}) {
     TempDir dir;
     HetrunProcess run(RunArgs(1, {}, {"exit", std::to_string(code)}), HetrunEnv(dir.path()),
                       dir.path());

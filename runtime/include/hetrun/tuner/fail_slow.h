@@ -36,7 +36,7 @@ struct FailSlowOptions {
   double threshold = 0.15;  ///< slower by more than this fraction (> 0)
   int64_t windows = 3;      ///< for this many windows in a row (K >= 1)
   int64_t history = 8;      ///< accepted windows kept per rank for its own baseline (>= 1)
-  int64_t min_history = 2;  ///< accepted windows needed before the history comparison applies
+  int64_t min_history = 3;  ///< accepted windows needed before the history comparison applies
 };
 
 /// Checks ranges (threshold in (0, 10], windows in [1, 1000], 1 <= min_history <= history <= 64).
