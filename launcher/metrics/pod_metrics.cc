@@ -115,8 +115,8 @@ std::string RenderPodMetrics(const PodMetricsInput& input) {
       out.Sample(spec.name, {{"rank", std::to_string(rank)}}, it->second);
     }
   }
-  if (!ranks.empty()) {
-    // The pod's count of fail-slow local ranks (docs/ARCHITECTURE.md §5.9).
+  if (input.status != nullptr) {
+    // The pod's count of fail-slow local ranks (docs/ARCHITECTURE.md §5.9); 0 before any window.
     double slow = 0;
     for (const auto& [rank, values] : ranks) {
       auto it = values.find("hetrun_rank_fail_slow");
