@@ -62,6 +62,16 @@ constexpr milliseconds kPodGraceMargin{std::chrono::seconds(10)};
 
 void AddTorchrunOptions(cxxopts::Options& options);
 
+// Health of the running job (docs/ARCHITECTURE.md §5.9).
+void AddHealthOptions(cxxopts::Options& options) {
+  options.add_options("health")(
+      "fail-slow",
+      "warn or exit: a rank the tuner finds slower than its GPU family (or its own history) for "
+      "3 windows is logged (warn, balancing goes on) or ends the job with 83, no local restart "
+      "(exit) (HETRUN_FAIL_SLOW, default warn)",
+      cxxopts::value<std::string>());
+}
+
 cxxopts::Options RunOptions() {
   cxxopts::Options options("hetrun run",
                            "Start the local workers of a training job and supervise them.");
@@ -129,6 +139,7 @@ cxxopts::Options RunOptions() {
       cxxopts::value<std::string>())("h,help", "this text");
   AddTorchrunOptions(options);
   AddPreflightOptions(options);
+  AddHealthOptions(options);
   return options;
 }
 
@@ -304,6 +315,13 @@ Result<SupervisorOptions> ReadSupervision(const cxxopts::ParseResult& parsed,
   HETRUN_ASSIGN_OR_RETURN(
       supervision.max_restarts,
       Setting<int>(parsed, "max-restarts", env, "HETRUN_MAX_RESTARTS", 0, IntInRange(0, 1000)));
+  HETRUN_ASSIGN_OR_RETURN(supervision.fail_slow_exit,
+                          Setting<bool>(parsed, "fail-slow", env, "HETRUN_FAIL_SLOW", false,
+                                        [](std::string_view text) -> Result<bool> {
+                                          if (text == "warn" || text == "exit")
+                                            return text == "exit";
+                                          return InvalidArgumentError("must be warn or exit");
+                                        }));
   return supervision;
 }
 
@@ -872,6 +890,9 @@ Result<int> commands::Run(const CommandContext& context) {
     plan.supervision.restart_fd = rendezvous->restart_fd();
     plan.supervision.restart_reason = [rendezvous] { return rendezvous->RestartReason(); };
   }
+  plan.supervision.node_rank = plan.topology.node_rank.value;
+  for (const GpuInfo& gpu : preflight.inventory.gpus)
+    plan.supervision.gpu_names.push_back(gpu.name);
   if (store) StartOneNodeStore(*store, plan);
   Result<SupervisorOutcome> supervised =
       Supervise(plan.supervision, WorkerSpecs(plan, preflight, context.env));

@@ -39,9 +39,28 @@ void AddSummary(nlohmann::json& j, const PolicyResult& p) {
   j["steady_share_changes"] = p.steady_share_changes;
 }
 
+nlohmann::json FailSlowJson(const SimulationResult& r) {
+  nlohmann::json reports = nlohmann::json::array();
+  for (const tuner::FailSlowReport& f : r.fail_slow) {
+    const tuner::FailSlowVerdict& v = f.verdict;
+    reports.push_back({{"window", f.window},
+                       {"rank", f.rank},
+                       {"family", f.family},
+                       {"basis", v.basis},
+                       {"ratio", v.ratio},
+                       {"family_ratio", v.family_ratio},
+                       {"history_ratio", v.history_ratio},
+                       {"measured_ms", v.measured_ms},
+                       {"expected_ms", v.expected_ms},
+                       {"reference_samples", v.reference_samples}});
+  }
+  return reports;
+}
+
 nlohmann::json ResultJson(const SimulationResult& r) {
   nlohmann::json j;
   j["windows"] = WindowsJson(r.hetrun);
+  j["fail_slow"] = FailSlowJson(r);
   AddSummary(j, r.hetrun);
   nlohmann::json baselines = nlohmann::json::object();
   for (const PolicyResult& b : r.baselines) {
@@ -82,6 +101,13 @@ void PrintText(const SimulationResult& r, std::ostream& out) {
   out << "final hetrun shares:";
   for (int64_t s : r.hetrun.windows.back().shares) out << " " << s;
   out << "\n";
+  for (const tuner::FailSlowReport& f : r.fail_slow) {
+    out << "fail-slow: rank " << f.rank << " (family " << f.family << ") at window " << f.window
+        << ": " << std::setprecision(1) << f.verdict.measured_ms << " ms at "
+        << f.verdict.reference_samples << " samples, expected " << f.verdict.expected_ms
+        << " ms from its " << f.verdict.basis << " (" << std::setprecision(2) << f.verdict.ratio
+        << "x)\n";
+  }
 }
 
 Status WritePlot(const SimulationResult& r, const std::string& path) {

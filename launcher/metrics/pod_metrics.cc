@@ -115,6 +115,16 @@ std::string RenderPodMetrics(const PodMetricsInput& input) {
       out.Sample(spec.name, {{"rank", std::to_string(rank)}}, it->second);
     }
   }
+  if (input.status != nullptr) {
+    // The pod's count of fail-slow local ranks (docs/ARCHITECTURE.md §5.9); 0 before any window.
+    double slow = 0;
+    for (const auto& [rank, values] : ranks) {
+      auto it = values.find("hetrun_rank_fail_slow");
+      slow += it != values.end() && it->second > 0 ? 1 : 0;
+    }
+    out.Family("hetrun_fail_slow_ranks", "gauge", "Local ranks fail-slow now (K windows in a row)");
+    out.Sample("hetrun_fail_slow_ranks", {{"node", std::to_string(input.node_rank)}}, slow);
+  }
   return out.text();
 }
 

@@ -50,7 +50,7 @@ std::string CauseSummary(const WorkerFailure& failure, const std::string& who) {
     case WorkerFailure::Cause::kReservedCode:
       return fmt::format(
           "{} exited with code {}, a code hetrun reserves for its own verdicts "
-          "(64, 70, 78, 80, 81); reported as exit code {}",
+          "(64, 70, 78, 80, 81, 83, 84); reported as exit code {}",
           who, failure.worker_code, failure.exit_code);
     case WorkerFailure::Cause::kReplanRequested:
       return fmt::format(
@@ -99,6 +99,9 @@ std::string KindSummary(const WorkerFailure& failure, const std::string& who) {
                          SignalName(failure.signal), failure.exit_code);
     case WorkerFailure::Kind::kJobRestart:
       return fmt::format("the job restarts (another node's workers failed: {}); exit code {}",
+                         failure.detail, failure.exit_code);
+    case WorkerFailure::Kind::kFailSlow:
+      return fmt::format("fail-slow: {} {}; stopping the job (--fail-slow exit, exit code {})", who,
                          failure.detail, failure.exit_code);
   }
   return "unknown failure";
@@ -159,6 +162,7 @@ bool IsRestartable(const WorkerFailure& failure) {
       return failure.exit_code == kExitTransient;
     case WorkerFailure::Kind::kSpawn:
     case WorkerFailure::Kind::kReceivedSignal:
+    case WorkerFailure::Kind::kFailSlow:  // the job restarts elsewhere (83), never in place
       return false;
   }
   return false;

@@ -16,13 +16,14 @@ struct WorkerFailure {
     kSpawn,           ///< a worker could not be started (not found, not executable)
     kReceivedSignal,  ///< hetrun itself was asked to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT)
     kJobRestart,      ///< another node's workers failed restartably: the whole job restarts
+    kFailSlow,        ///< the tuner reported the worker fail-slow under --fail-slow exit (83)
   };
   /// What hetrun recognised beyond the exit status (ClassifyWorkerFailure).
   enum class Cause {
     kNone,
     kCudaOom,          ///< CUDA out of memory in the error file or stderr: exit 81, no restart
     kNcclTimeout,      ///< NCCL watchdog timeout: exit 75, restartable
-    kReservedCode,     ///< the worker exited 64, 70, 78, 80 or 81: reported as 1
+    kReservedCode,     ///< the worker exited 64, 70, 78, 80, 81, 83 or 84: reported as 1
     kReplanRequested,  ///< the worker exited 82 (re-plan requested): reported as 1
     kRepeatedAbort,    ///< SIGABRT with the same last words as the attempt before: no restart
   };

@@ -19,6 +19,7 @@
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
 #include "hetrun/base/units.h"
+#include "hetrun/tuner/rank_metrics.h"
 #include "supervise/child_process.h"
 #include "supervise/console_sink.h"
 #include "supervise/output_tee.h"
@@ -83,7 +84,20 @@ struct Worker {
   BeatMark beat_mark;
   Clock::time_point last_beat;  ///< monotonic: when hetrun last saw the file change
   std::string error_file;       ///< TORCHELASTIC_ERROR_FILE
+  std::string fail_slow_file;   ///< the tuner's fail-slow report (FailSlowReportPath)
+  bool fail_slow_seen = false;  ///< reported already this attempt
 };
+
+/// The first line of a fail-slow report (never through a symlink; at most 1 KiB); "" when absent.
+std::string ReadFailSlowReport(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) return "";
+  char buffer[1024];
+  ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
+  if (n <= 0) return "";
+  std::string text(buffer, static_cast<size_t>(n));
+  return text.substr(0, text.find('\n'));
+}
 
 /// The pids of this process's direct children (orphans re-parented to a subreaper included).
 /// Best effort: empty when /proc does not expose the list.
@@ -158,6 +172,7 @@ class Supervisor {
   void SweepStrays();
   bool CheckDeadlines();
   void CheckHeartbeats();
+  void CheckFailSlow();
   void ReadPipe(UniqueFd& pipe, OutputTee& tee, bool until_eof);
   std::optional<WorkerFailure> EndAttempt();
   void ReportLostOutput();
@@ -185,6 +200,7 @@ class Supervisor {
   Clock::time_point deadline_;
   Clock::time_point killed_at_;
   Clock::time_point next_heartbeat_check_;
+  Clock::time_point next_fail_slow_check_;
 };
 
 Result<int> Supervisor::PendingShutdownSignal() {
@@ -262,6 +278,8 @@ Status Supervisor::PrepareRunFiles(Worker& worker, int restart_count,
   worker.error_file = dir + "/error.json";
   std::filesystem::remove(worker.error_file, error);
   env["TORCHELASTIC_ERROR_FILE"] = worker.error_file;
+  worker.fail_slow_file = tuner::FailSlowReportPath(options_.run_dir, worker.spec.rank);
+  std::filesystem::remove(worker.fail_slow_file, error);  // an attempt starts healthy
   return Status::Ok();
 }
 
@@ -346,6 +364,7 @@ Result<bool> Supervisor::Turn() {
   if (!CheckDeadlines()) return false;
   if (shutdown_ || cleanup_) SweepStrays();
   CheckHeartbeats();
+  CheckFailSlow();
   PublishStatus();
   return true;
 }
@@ -661,6 +680,41 @@ void Supervisor::CheckHeartbeats() {
   }
 }
 
+// Fail-slow reports (--fail-slow): once a second, each running worker's report file; a new one
+// is logged with the node and the GPU, and under --fail-slow exit stops the job with 83.
+void Supervisor::CheckFailSlow() {
+  if (shutdown_ || cleanup_) return;
+  Clock::time_point now = Clock::now();
+  if (now < next_fail_slow_check_) return;
+  next_fail_slow_check_ = now + milliseconds(1000);
+  for (Worker& worker : workers_) {
+    if (!worker.running || worker.fail_slow_seen) continue;
+    std::string text = ReadFailSlowReport(worker.fail_slow_file);
+    if (text.empty()) continue;
+    worker.fail_slow_seen = true;
+    const size_t local = static_cast<size_t>(worker.spec.local_rank);
+    const std::string gpu = local < options_.gpu_names.size() && !options_.gpu_names[local].empty()
+                                ? options_.gpu_names[local]
+                                : "unknown";
+    WorkerFailure failure;
+    failure.kind = WorkerFailure::Kind::kFailSlow;
+    failure.rank = worker.spec.rank;
+    failure.local_rank = worker.spec.local_rank;
+    failure.exit_code = kExitFailSlow;
+    failure.detail =
+        fmt::format("on node {}, GPU {} {}", options_.node_rank, gpu, text.substr(0, 400));
+    if (!options_.fail_slow_exit) {
+      spdlog::warn("fail-slow: rank {} (local rank {}) {}; balancing on (--fail-slow warn)",
+                   failure.rank, failure.local_rank, failure.detail);
+      continue;
+    }
+    spdlog::error("{}", FailureSummary(failure));
+    failure_ = failure;
+    BeginShutdown(SIGTERM);
+    return;
+  }
+}
+
 // Reads what `pipe` holds, at most kMaxReadBytesPerTurn unless `until_eof` (the end of the
 // attempt, every worker gone).
 void Supervisor::ReadPipe(UniqueFd& pipe, OutputTee& tee, bool until_eof) {
@@ -692,6 +746,10 @@ int Supervisor::PollTimeoutMs() const {
   if (killed_) wait = std::min(milliseconds(50), until(killed_at_ + kAfterKillWait));
   if (options_.hang_timeout.count() > 0 && !shutdown_ && !cleanup_) {
     milliseconds check = until(next_heartbeat_check_);
+    wait = wait ? std::min(*wait, check) : check;
+  }
+  if (!shutdown_ && !cleanup_ && !workers_.empty()) {
+    milliseconds check = until(next_fail_slow_check_);
     wait = wait ? std::min(*wait, check) : check;
   }
   for (const Worker& worker : workers_) {

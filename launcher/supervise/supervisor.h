@@ -115,7 +115,14 @@ struct SupervisorOptions {
   int restart_fd = -1;
   /// What the restart_fd stands for, for the failure report ("node 1: rank 3 exited with 75").
   std::function<std::string()> restart_reason;
-  SupervisionStatus* status = nullptr;          ///< refreshed every turn when set
+  /// --fail-slow: a worker the tuner reports fail-slow leaves a one-line report in the run
+  /// folder (hetrun/tuner/rank_metrics.h, FailSlowReportPath); the supervisor logs it once per
+  /// attempt with this node and the worker's GPU. With fail_slow_exit it then stops every worker
+  /// and ends with 83, bypassing local restarts (docs/ARCHITECTURE.md §5.9).
+  bool fail_slow_exit = false;
+  int node_rank = 0;
+  std::vector<std::string> gpu_names;   ///< per local rank, for the report ("" or absent: unknown)
+  SupervisionStatus* status = nullptr;  ///< refreshed every turn when set
   PollParticipant* poll_participant = nullptr;  ///< polled with the pipes when set
 };
 

@@ -12,7 +12,7 @@ from typing import List, Optional, Tuple
 
 import torch
 
-from hetrun._timing import CpuStepClock, CudaStepClock
+from hetrun._timing import CpuStepClock, CudaIntervalClock, CudaStepClock
 
 
 class Engine:
@@ -34,6 +34,13 @@ class Engine:
     def end_step(self) -> Tuple[List[Tuple[int, float]], float]:
         """([(samples, compute_ms)] of the steps whose timing completed, wait_ms of this one)."""
         raise NotImplementedError
+
+    def set_slowdown(self, factor: float) -> None:
+        """HETRUN_EMULATE_SLOWDOWN's factor from this step on (a rankN=k@stepS entry starting):
+        CPU clocks stretch each compute interval by it; GPU clocks ignore it."""
+        clock = getattr(self, "_clock", None)
+        if clock is not None and not isinstance(clock, (CudaStepClock, CudaIntervalClock)):
+            clock.slowdown = factor
 
     def check_step(self, step_index: int) -> None:
         """Validation that needs a step to have run (FSDP2 picks its root at the first forward)."""

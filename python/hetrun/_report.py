@@ -31,6 +31,11 @@ class WindowReport:
     #: tuner.micro_batches()) and how many micro-batches that step ran (1 without)
     micro_batch_size: List[int] = dataclasses.field(default_factory=list)
     micro_batch_count: List[int] = dataclasses.field(default_factory=list)
+    #: per rank: measured over expected time against its GPU family (or its own history when
+    #: alone in its family), 1.0 when unknown (docs/ARCHITECTURE.md §5.9)
+    slowdown_ratio: List[float] = dataclasses.field(default_factory=list)
+    #: the group ranks that are fail-slow after this window (K windows in a row)
+    fail_slow: List[int] = dataclasses.field(default_factory=list)
 
 
 def build_report(raw: dict, batch: int, min_share: int, shares: list, applies_from: int,
@@ -59,4 +64,6 @@ def build_report(raw: dict, batch: int, min_share: int, shares: list, applies_fr
         changed=list(raw["shares_next"]) != list(raw["shares_used"]),
         micro_batch_size=list(micro_sizes),
         micro_batch_count=list(micro_counts),
+        slowdown_ratio=[h["ratio"] for h in raw.get("health", [])],
+        fail_slow=[r for r, h in enumerate(raw.get("health", [])) if h["fail_slow"]],
     )

@@ -123,7 +123,8 @@ class Tuner:
         self._memory = Memory(bytes_per_sample, memory_ceiling_bytes, self._device)
         self._fixed = self._memory.gather_fixed(self._group, self._size, self._device)
         self._memory.largest(self._fixed)  # ValueError when not one sample fits
-        self._engine.setup(self._device, _core.emulated_slowdown(), self._size, reduction)
+        self._slowdown = _core.emulated_slowdown_schedule()
+        self._engine.setup(self._device, self._slowdown.at(0), self._size, reduction)
         self._heartbeat = _core.Heartbeat()
         self._set_shares(list(self._loop.shares))
         self._schedule: List[tuple] = []  # (first step, shares, fixed bytes) not yet in force
@@ -271,6 +272,8 @@ class Tuner:
         self._step_ms = (now - self._last_enter) * 1000.0 if self._last_enter else None
         self._last_enter = now
         self._memory.step_started()
+        if not self._slowdown.constant:
+            self._engine.set_slowdown(self._slowdown.at(self._step_index))
         self._engine.begin_step(self._share)
 
     def _exit(self, failed: bool) -> None:

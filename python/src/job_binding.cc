@@ -76,6 +76,23 @@ void BindJob(py::module_& m) {
       "emulated_slowdown",
       []() { return ValueOrThrow(EmulatedSlowdownFromEnv(Environment::FromProcess())); },
       "This worker's HETRUN_EMULATE_SLOWDOWN factor (HETRUN_GPU_FAMILY picks a map's entry).");
+  py::class_<EmulatedSlowdown>(m, "EmulatedSlowdown")
+      .def("at", &EmulatedSlowdown::At, py::arg("step"),
+           "The factor at 0-based step `step` (steps as the tuner counts them).")
+      .def_property_readonly("constant", &EmulatedSlowdown::constant);
+  m.def(
+      "emulated_slowdown_schedule",
+      []() { return ValueOrThrow(EmulatedSlowdownScheduleFromEnv(Environment::FromProcess())); },
+      "This worker's HETRUN_EMULATE_SLOWDOWN schedule (HETRUN_GPU_FAMILY and RANK pick its "
+      "entries; rankN=k@stepS entries start at a step).");
+  m.def(
+      "parse_emulated_slowdown_schedule",
+      [](const std::string& text, const std::string& family, int64_t rank) {
+        return ValueOrThrow(ParseEmulatedSlowdownSchedule(text, family, rank));
+      },
+      py::arg("text"), py::arg("family") = "", py::arg("rank") = -1,
+      "The HETRUN_EMULATE_SLOWDOWN schedule for a family and a global rank "
+      "('ampere=3,hopper=1,rank1=2@step30').");
   m.def(
       "parse_emulated_slowdown",
       [](const std::string& text, const std::string& family) {

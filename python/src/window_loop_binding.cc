@@ -37,6 +37,7 @@ py::dict RankWindowDict(const RankWindow& r) {
   d["window_ms"] = r.window_ms;
   d["bookkeeping_ms"] = r.bookkeeping_ms;
   d["last_boundary_ms"] = r.last_boundary_ms;
+  d["family"] = std::string(r.family, strnlen(r.family, sizeof(r.family)));
   return d;
 }
 
@@ -66,6 +67,19 @@ py::dict ReportDict(const tuner::WindowReport& report) {
   d["efficiency"] = report.efficiency;
   d["samples_per_s"] = report.samples_per_s;
   d["ideal_samples_per_s"] = report.ideal_samples_per_s;
+  py::list health;
+  for (const tuner::FailSlowVerdict& v : report.health) {
+    py::dict h;
+    h["ratio"] = v.ratio;
+    h["family_ratio"] = v.family_ratio;
+    h["history_ratio"] = v.history_ratio;
+    h["basis"] = std::string(v.basis);
+    h["streak"] = v.streak;
+    h["fail_slow"] = v.fail_slow;
+    h["reported"] = v.reported;
+    health.append(h);
+  }
+  d["health"] = health;
   return d;
 }
 

@@ -23,34 +23,37 @@ Result<double> ParseFactor(std::string_view text, std::string_view whole) {
   return *factor;
 }
 
-}  // namespace
-
-Result<double> ParseEmulatedSlowdown(std::string_view text, std::string_view family) {
-  std::string_view whole = text;
+// "K" or "K@stepS": the factor and the first step it applies to (0 without @).
+Result<SlowdownPhase> ParseTimedFactor(std::string_view text, std::string_view whole) {
   text = Trim(text);
-  if (text.empty()) return 1.0;
-  if (text.find('=') == std::string_view::npos) return ParseFactor(text, whole);
-  std::optional<double> match;
-  std::optional<double> fallback;
-  while (!text.empty()) {
-    size_t comma = text.find(',');
-    std::string_view entry = Trim(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    size_t eq = entry.find('=');
-    if (eq == std::string_view::npos || eq == 0) {
-      return InvalidArgumentError("'" + std::string(whole) + "': entry '" + std::string(entry) +
-                                  "' is not FAMILY=FACTOR");
+  SlowdownPhase phase;
+  if (size_t at = text.find('@'); at != std::string_view::npos) {
+    std::string_view when = Trim(text.substr(at + 1));
+    Result<int64_t> step =
+        when.substr(0, 4) == "step" ? ParseInt(when.substr(4)) : InvalidArgumentError("no step");
+    if (!step.ok() || *step < 0) {
+      return InvalidArgumentError("'" + std::string(whole) + "': '" + std::string(when) +
+                                  "' is not a start step (write @stepN, N >= 0, e.g. @step30)");
     }
-    std::string_view key = Trim(entry.substr(0, eq));
-    HETRUN_ASSIGN_OR_RETURN(double factor, ParseFactor(entry.substr(eq + 1), whole));
-    if (key == "*") {
-      fallback = factor;
-    } else if (key == family) {
-      match = factor;
-    }
+    phase.from_step = *step;
+    text = text.substr(0, at);
   }
-  if (match) return *match;
-  if (fallback) return *fallback;
+  HETRUN_ASSIGN_OR_RETURN(phase.factor, ParseFactor(text, whole));
+  return phase;
+}
+
+// "rankN" -> N; nullopt for a family name.
+Result<std::optional<int64_t>> RankKey(std::string_view key, std::string_view whole) {
+  if (key.substr(0, 4) != "rank") return std::optional<int64_t>();
+  Result<int64_t> rank = ParseInt(key.substr(4));
+  if (!rank.ok() || *rank < 0) {
+    return InvalidArgumentError("'" + std::string(whole) + "': '" + std::string(key) +
+                                "' is not rankN (N >= 0, the global rank)");
+  }
+  return std::optional<int64_t>(*rank);
+}
+
+Status NoFamilyEntry(std::string_view whole, std::string_view family) {
   if (family.empty()) {
     return InvalidArgumentError("'" + std::string(whole) +
                                 "' is a per-family map but HETRUN_GPU_FAMILY is not set (run "
@@ -61,12 +64,93 @@ Result<double> ParseEmulatedSlowdown(std::string_view text, std::string_view fam
                               "=FACTOR or *=FACTOR)");
 }
 
-Result<double> EmulatedSlowdownFromEnv(const Environment& env) {
-  std::optional<std::string> value = env.Get("HETRUN_EMULATE_SLOWDOWN");
-  if (!value) return 1.0;
-  Result<double> factor = ParseEmulatedSlowdown(*value, env.Get("HETRUN_GPU_FAMILY").value_or(""));
-  if (!factor.ok()) return factor.status().WithContext("HETRUN_EMULATE_SLOWDOWN");
+}  // namespace
+
+double EmulatedSlowdown::At(int64_t step) const {
+  double factor = 1.0;
+  for (const SlowdownPhase& p : family_) {
+    if (p.from_step <= step) factor = p.factor;
+  }
+  for (const SlowdownPhase& p : rank_) {
+    if (p.from_step <= step) factor *= p.factor;
+  }
   return factor;
+}
+
+bool EmulatedSlowdown::constant() const {
+  for (const SlowdownPhase& p : family_) {
+    if (p.from_step > 0) return false;
+  }
+  for (const SlowdownPhase& p : rank_) {
+    if (p.from_step > 0) return false;
+  }
+  return true;
+}
+
+Result<EmulatedSlowdown> ParseEmulatedSlowdownSchedule(std::string_view text,
+                                                       std::string_view family, int64_t rank) {
+  std::string_view whole = text;
+  text = Trim(text);
+  EmulatedSlowdown out;
+  if (text.empty()) return out;
+  if (text.find('=') == std::string_view::npos) {
+    HETRUN_ASSIGN_OR_RETURN(SlowdownPhase phase, ParseTimedFactor(text, whole));
+    out.family_.push_back(phase);
+    return out;
+  }
+  std::optional<SlowdownPhase> match, fallback;
+  bool any_family = false;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view entry = Trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return InvalidArgumentError("'" + std::string(whole) + "': entry '" + std::string(entry) +
+                                  "' is not FAMILY=FACTOR or rankN=FACTOR");
+    }
+    std::string_view key = Trim(entry.substr(0, eq));
+    HETRUN_ASSIGN_OR_RETURN(SlowdownPhase phase, ParseTimedFactor(entry.substr(eq + 1), whole));
+    HETRUN_ASSIGN_OR_RETURN(std::optional<int64_t> rank_key, RankKey(key, whole));
+    if (rank_key) {
+      if (*rank_key == rank) out.rank_.push_back(phase);
+      continue;
+    }
+    any_family = true;
+    if (key == "*") {
+      fallback = phase;
+    } else if (key == family) {
+      match = phase;
+    }
+  }
+  if (match || fallback) {
+    out.family_.push_back(match ? *match : *fallback);
+  } else if (any_family) {
+    return NoFamilyEntry(whole, family);
+  }
+  return out;
+}
+
+Result<double> ParseEmulatedSlowdown(std::string_view text, std::string_view family) {
+  HETRUN_ASSIGN_OR_RETURN(EmulatedSlowdown schedule,
+                          ParseEmulatedSlowdownSchedule(text, family, -1));
+  return schedule.At(0);
+}
+
+Result<EmulatedSlowdown> EmulatedSlowdownScheduleFromEnv(const Environment& env) {
+  std::optional<std::string> value = env.Get("HETRUN_EMULATE_SLOWDOWN");
+  if (!value) return EmulatedSlowdown();
+  Result<std::optional<int64_t>> rank = env.GetInt("RANK");
+  if (!rank.ok()) return rank.status();
+  Result<EmulatedSlowdown> schedule = ParseEmulatedSlowdownSchedule(
+      *value, env.Get("HETRUN_GPU_FAMILY").value_or(""), rank->value_or(-1));
+  if (!schedule.ok()) return schedule.status().WithContext("HETRUN_EMULATE_SLOWDOWN");
+  return schedule;
+}
+
+Result<double> EmulatedSlowdownFromEnv(const Environment& env) {
+  HETRUN_ASSIGN_OR_RETURN(EmulatedSlowdown schedule, EmulatedSlowdownScheduleFromEnv(env));
+  return schedule.At(0);
 }
 
 }  // namespace hetrun

@@ -15,11 +15,30 @@ std::string RankMetricsPath(const std::string& run_dir, int rank) {
   return run_dir + "/metrics/rank_" + std::to_string(rank) + ".prom";
 }
 
+std::string FailSlowReportPath(const std::string& run_dir, int rank) {
+  return run_dir + "/fail_slow/rank_" + std::to_string(rank);
+}
+
+std::string FailSlowText(const FailSlowVerdict& v, const std::string& family, int64_t windows,
+                         int64_t window) {
+  const bool by_family = std::string_view(v.basis) == "family";
+  char text[320];
+  std::snprintf(text, sizeof(text),
+                "(family %s): %.1f ms at %lld samples, expected %.1f ms from %s (%.2fx) for %lld "
+                "windows (window %lld)",
+                family.empty() ? "unknown" : family.c_str(), v.measured_ms,
+                static_cast<long long>(v.reference_samples), v.expected_ms,
+                by_family ? "its family median" : "its own history", v.ratio,
+                static_cast<long long>(windows), static_cast<long long>(window));
+  return text;
+}
+
 std::string RankMetricsText(const WindowReport& report, int group_rank, int64_t share_changes) {
   const size_t r = static_cast<size_t>(group_rank);
   const RankWindow mine = r < report.ranks.size() ? report.ranks[r] : RankWindow{};
   const double share = r < report.shares_next.size() ? report.shares_next[r] : 0;
   const double used = r < report.shares_used.size() ? report.shares_used[r] : 0;
+  const FailSlowVerdict health = r < report.health.size() ? report.health[r] : FailSlowVerdict{};
   const double values[] = {
       mine.step_ms / 1000.0,
       mine.compute_ms / 1000.0,
@@ -32,6 +51,8 @@ std::string RankMetricsText(const WindowReport& report, int group_rank, int64_t 
       report.samples_per_s,
       report.ideal_samples_per_s,
       report.overhead_fraction(),
+      health.ratio,
+      health.fail_slow ? 1.0 : 0.0,
   };
   static_assert(std::size(values) == std::size(kRankMetrics));
   std::string text;

@@ -96,8 +96,12 @@ namespace {
 // One run: every policy over the same iterations, the same noise and spike draws.
 class Simulation {
  public:
-  Simulation(const Scenario& scenario, ControllerOptions options)
-      : s_(scenario), options_(options), noise_rng_(scenario.seed), spike_rng_(~scenario.seed) {}
+  Simulation(const Scenario& scenario, ControllerOptions options, FailSlowOptions fail_slow)
+      : s_(scenario),
+        options_(options),
+        fail_slow_options_(fail_slow),
+        noise_rng_(scenario.seed),
+        spike_rng_(~scenario.seed) {}
 
   Status Init();
   Status Run();
@@ -109,10 +113,14 @@ class Simulation {
   void StartWindow(int64_t iteration);
   Status Iterate();
   Status FinishWindow(int64_t in_window);
+  Status DetectFailSlow(int64_t window);
   int64_t StageMicroBatches(size_t stage, const std::vector<int64_t>& shares) const;
 
   const Scenario& s_;
   ControllerOptions options_;
+  FailSlowOptions fail_slow_options_;
+  std::vector<FailSlowDetector> detectors_;  // per stage, over hetrun's fits
+  std::vector<FailSlowReport> fail_slow_;
   std::vector<size_t> first_rank_;  // per stage, its first global rank
   std::vector<const ScenarioRank*> ranks_;
   std::vector<Policy> policies_;
@@ -154,6 +162,9 @@ Status Simulation::Init() {
     policies_[2].stages.push_back(MakeStaticPolicy(datasheet));
     policies_[3].stages.push_back(MakeProportionalPolicy(uniform, caps));
     policies_[4].stages.push_back(MakeLbbPolicy(uniform, caps, startup));
+    HETRUN_ASSIGN_OR_RETURN(FailSlowDetector detector,
+                            FailSlowDetector::Create(fail_slow_options_));
+    detectors_.push_back(std::move(detector));
   }
   slowdown_.assign(ranks_.size(), 1.0);
   measured_factor_.assign(ranks_.size(), 1.0);
@@ -250,6 +261,26 @@ Status Simulation::FinishWindow(int64_t in_window) {
       for (auto& stage : p.stages) HETRUN_RETURN_IF_ERROR(stage->EndWindow());
     }
   }
+  if (in_window == s_.window) {
+    HETRUN_RETURN_IF_ERROR(DetectFailSlow(policies_[0].result.windows.back().window));
+  }
+  return Status::Ok();
+}
+
+// The detector over hetrun's records of each stage, as every rank of the stage runs it.
+Status Simulation::DetectFailSlow(int64_t window) {
+  for (size_t st = 0; st < s_.stages.size(); ++st) {
+    std::span<const RankFit> fits = policies_[0].stages[st]->last_fits();
+    std::vector<std::string> families;
+    for (const ScenarioRank& r : s_.stages[st].ranks) families.push_back(r.family);
+    HETRUN_ASSIGN_OR_RETURN(std::vector<FailSlowVerdict> verdicts,
+                            detectors_[st].Update(families, fits));
+    for (size_t r = 0; r < verdicts.size(); ++r) {
+      if (!verdicts[r].reported) continue;
+      fail_slow_.push_back(
+          {window, static_cast<int64_t>(first_rank_[st] + r), families[r], verdicts[r]});
+    }
+  }
   return Status::Ok();
 }
 
@@ -271,6 +302,7 @@ Status Simulation::Run() {
 
 SimulationResult Simulation::Finish() {
   SimulationResult out;
+  out.fail_slow = std::move(fail_slow_);
   for (Policy& p : policies_) {
     p.result.name = p.name;
     Summarize(s_, p.result);
@@ -284,10 +316,12 @@ SimulationResult Simulation::Finish() {
 
 }  // namespace
 
-Result<SimulationResult> Simulate(const Scenario& scenario, ControllerOptions options) {
+Result<SimulationResult> Simulate(const Scenario& scenario, ControllerOptions options,
+                                  FailSlowOptions fail_slow) {
   options.window = scenario.window;
   HETRUN_RETURN_IF_ERROR(ValidateControllerOptions(options));
-  Simulation run(scenario, options);
+  HETRUN_RETURN_IF_ERROR(ValidateFailSlowOptions(fail_slow));
+  Simulation run(scenario, options, fail_slow);
   HETRUN_RETURN_IF_ERROR(run.Init());
   HETRUN_RETURN_IF_ERROR(run.Run());
   SimulationResult out = run.Finish();

@@ -24,18 +24,20 @@ class HetrunPolicy : public StagePolicy {
     return observers_[rank].Record(group_.shares()[rank], measured_ms);
   }
   Status EndWindow() override {
-    std::vector<RankFit> gathered;
-    gathered.reserve(observers_.size());
+    gathered_.clear();
+    gathered_.reserve(observers_.size());
     for (size_t r = 0; r < observers_.size(); ++r) {
-      gathered.push_back(observers_[r].CloseWindow(caps_[r], group_.shares()[r]));
+      gathered_.push_back(observers_[r].CloseWindow(caps_[r], group_.shares()[r]));
     }
-    return group_.Decide(gathered).status();
+    return group_.Decide(gathered_).status();
   }
+  std::span<const RankFit> last_fits() const override { return gathered_; }
 
  private:
   ShareController group_;
   std::vector<int64_t> caps_;
   std::vector<RankObserver> observers_;
+  std::vector<RankFit> gathered_;
 };
 
 class StaticPolicy : public StagePolicy {

@@ -2,10 +2,15 @@
 #include "hetrun/tuner/window_loop.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
+
+#include "hetrun/base/atomic_file.h"
 
 namespace hetrun::tuner {
 namespace {
@@ -80,8 +85,17 @@ Result<WindowLoop> WindowLoop::Create(WindowLoopOptions options, int rank, int r
       Controller controller,
       Controller::Create(options.controller, options.batch - m * ranks, rank, options.cap - m,
                          std::move(above), FamilyPoolKey(options.family)));
-  WindowLoop loop(std::move(options), rank, std::move(controller));
+  HETRUN_ASSIGN_OR_RETURN(FailSlowDetector health, FailSlowDetector::Create(options.fail_slow));
+  const std::string family = options.family;
+  WindowLoop loop(std::move(options), rank, std::move(controller), std::move(health));
   loop.metrics_ = RankMetricsWriter::FromEnvironment(env, rank);
+  std::memcpy(loop.family_, family.data(), std::min(family.size(), sizeof(loop.family_) - 1));
+  if (std::optional<std::string> run_dir = env.Get("HETRUN_RUN_DIR");
+      run_dir && !run_dir->empty()) {
+    Result<std::optional<int64_t>> global = env.GetInt("RANK");
+    loop.fail_slow_path_ =
+        FailSlowReportPath(*run_dir, global.ok() && *global ? static_cast<int>(**global) : rank);
+  }
   return loop;
 }
 
@@ -131,6 +145,7 @@ Result<std::optional<RankWindow>> WindowLoop::CloseStep(std::span<const Observat
   mine.window_ms = window_step_ms_;
   mine.bookkeeping_ms = window_overhead_ms_;
   mine.last_boundary_ms = last_boundary_ms_;
+  std::memcpy(mine.family, family_, sizeof(mine.family));
   window_compute_.clear();
   window_step_ms_ = window_wait_ms_ = 0;
   window_steps_ = 0;
@@ -163,6 +178,38 @@ void WindowLoop::MeasureAgainstIdeal(WindowReport& report) const {
   report.efficiency = report.optimal_compute_ms / report.achieved_compute_ms;
   const double rest_ms = std::max(0.0, step_ms - report.achieved_compute_ms);
   report.ideal_samples_per_s = 1000 * batch / (report.optimal_compute_ms + rest_ms);
+}
+
+// Fail-slow detection over the gathered records; this rank reports itself when it is the slow
+// one: a line in its log outside `hetrun run`, else a report file the launcher acts on.
+Status WindowLoop::CheckHealth(WindowReport& report) {
+  std::vector<std::string> families;
+  std::vector<RankFit> fits;
+  for (const RankWindow& r : report.ranks) {
+    families.emplace_back(r.family, strnlen(r.family, sizeof(r.family)));
+    fits.push_back(r.fit);
+  }
+  HETRUN_ASSIGN_OR_RETURN(report.health, health_.Update(families, fits));
+  const FailSlowVerdict& mine = report.health[static_cast<size_t>(rank_)];
+  if (!mine.reported) return Status::Ok();
+  const std::string text = FailSlowText(mine, families[static_cast<size_t>(rank_)],
+                                        options_.fail_slow.windows, report.window);
+  if (fail_slow_path_.empty()) {
+    spdlog::warn("fail-slow: rank {} {}", rank_, text);
+    return Status::Ok();
+  }
+  const std::string dir = fail_slow_path_.substr(0, fail_slow_path_.rfind('/'));
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    spdlog::warn("fail-slow: rank {} {} (its report for hetrun run was not written: {})", rank_,
+                 text, ErrnoError("mkdir", dir, errno).message());
+    return Status::Ok();
+  }
+  if (Status written = WriteFileAtomically(fail_slow_path_, text + "\n", "fail-slow report", 0600);
+      !written.ok()) {
+    spdlog::warn("fail-slow: rank {} {} (its report for hetrun run was not written: {})", rank_,
+                 text, written.message());
+  }
+  return Status::Ok();
 }
 
 Result<WindowReport> WindowLoop::ApplyGathered(std::span<const std::byte> gathered) {
@@ -198,6 +245,7 @@ Result<WindowReport> WindowLoop::ApplyGathered(std::span<const std::byte> gather
   }
   report.overhead_ms = bookkeeping + boundary;
   MeasureAgainstIdeal(report);
+  HETRUN_RETURN_IF_ERROR(CheckHealth(report));
   if (report.shares_next != report.shares_used) ++share_changes_;
   if (metrics_.enabled()) {
     // Once per window, off the steps: a failure is logged once and the figures stop.

@@ -69,7 +69,7 @@ WorkerFailure Exited(int code) {
 }
 
 TEST(FailureReportTest, WorkerCodesThatAreHetrunsOwnAreReportedAs1) {
-  for (int code : {64, 70, 78, 80, 81}) {
+  for (int code : {64, 70, 78, 80, 81, 83, 84}) {
     WorkerFailure f = Exited(code);
     ClassifyWorkerFailure(f);
     EXPECT_EQ(f.exit_code, 1) << code;

@@ -94,7 +94,7 @@ TEST(ExitCodeTableTest, PoliciesListEveryActionableCodeThenTheEventsWithTheCatch
       codes.insert(policy.exit_code);
     }
   }
-  EXPECT_EQ(codes, (std::set<int>{64, 70, 75, 78, 80, 81, 126, 127, 143}));
+  EXPECT_EQ(codes, (std::set<int>{64, 70, 75, 78, 80, 81, 83, 84, 126, 127, 143}));
   for (const ExitCodeRow& row : ExitCodeTable()) {
     if (row.kind != ExitCodeRow::Kind::kCode) continue;
     EXPECT_EQ(codes.count(row.code) == 1, row.IsPolicy()) << row.cell;

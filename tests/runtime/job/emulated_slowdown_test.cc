@@ -62,5 +62,52 @@ TEST(EmulatedSlowdownTest, FromEnvUsesTheGpuFamilyAndNamesTheVariable) {
   EXPECT_NE(bad.status().ToString().find("HETRUN_EMULATE_SLOWDOWN"), std::string::npos);
 }
 
+TEST(EmulatedSlowdownTest, RankEntryMultipliesItsFamilysFactor) {
+  const char* map = "ampere=3.0,hopper=1.0,rank1=2.0";
+  EXPECT_DOUBLE_EQ(ParseEmulatedSlowdownSchedule(map, "hopper", 1)->At(0), 2.0);
+  EXPECT_DOUBLE_EQ(ParseEmulatedSlowdownSchedule(map, "ampere", 1)->At(0), 6.0);
+  EXPECT_DOUBLE_EQ(ParseEmulatedSlowdownSchedule(map, "hopper", 0)->At(0), 1.0);
+  EXPECT_DOUBLE_EQ(ParseEmulatedSlowdownSchedule("rank2=1.5", "", 2)->At(0), 1.5);  // no family
+  EXPECT_DOUBLE_EQ(*ParseEmulatedSlowdown(map, "ampere"), 3.0);  // no rank: rank entries unused
+}
+
+TEST(EmulatedSlowdownTest, StartStepAppliesAnEntryFromThatStepOn) {
+  Result<EmulatedSlowdown> s =
+      ParseEmulatedSlowdownSchedule("ampere=3,hopper=1,rank1=2.0@step30", "hopper", 1);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(s->constant());
+  EXPECT_DOUBLE_EQ(s->At(0), 1.0);
+  EXPECT_DOUBLE_EQ(s->At(29), 1.0);
+  EXPECT_DOUBLE_EQ(s->At(30), 2.0);
+  EXPECT_DOUBLE_EQ(s->At(1000), 2.0);
+  Result<EmulatedSlowdown> plain = ParseEmulatedSlowdownSchedule("2@step5", "", -1);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_DOUBLE_EQ(plain->At(4), 1.0);
+  EXPECT_DOUBLE_EQ(plain->At(5), 2.0);
+  EXPECT_TRUE(ParseEmulatedSlowdownSchedule("ampere=3", "ampere", 0)->constant());
+}
+
+TEST(EmulatedSlowdownTest, BadRankOrStepEntriesNameThemselves) {
+  for (const char* text : {"rankx=2", "rank-1=2", "rank1=2@30", "rank1=2@stepx", "rank1=2@step-3",
+                           "rank1=0.5@step3", "hopper=1,rank=2"}) {
+    Result<EmulatedSlowdown> r = ParseEmulatedSlowdownSchedule(text, "hopper", 1);
+    EXPECT_FALSE(r.ok()) << text;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << text;
+      EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().ToString();
+    }
+  }
+}
+
+TEST(EmulatedSlowdownTest, ScheduleFromEnvReadsTheGlobalRank) {
+  Environment env({{"HETRUN_EMULATE_SLOWDOWN", "hopper=1,rank3=2@step10"},
+                   {"HETRUN_GPU_FAMILY", "hopper"},
+                   {"RANK", "3"}});
+  Result<EmulatedSlowdown> s = EmulatedSlowdownScheduleFromEnv(env);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_DOUBLE_EQ(s->At(9), 1.0);
+  EXPECT_DOUBLE_EQ(s->At(10), 2.0);
+}
+
 }  // namespace
 }  // namespace hetrun

@@ -170,8 +170,9 @@ TEST(JobSetTest, PodFailurePolicyIsDerivedFromTheExitCodeTable) {
       evictions_restart = row.action == "RestartJob";
     }
   }
-  EXPECT_EQ(restart, (std::set<int>{75, 143}));
-  for (int code : {1, 63, 64, 70, 78, 80, 81, 126, 127}) EXPECT_TRUE(fail.contains(code)) << code;
+  EXPECT_EQ(restart, (std::set<int>{75, 83, 143}));
+  for (int code : {1, 63, 64, 70, 78, 80, 81, 84, 126, 127})
+    EXPECT_TRUE(fail.contains(code)) << code;
   ASSERT_TRUE(evictions_restart);
 
   Seed seed = LoadSeed();

@@ -56,12 +56,13 @@ std::string ExitCodeText();
 std::string ExitCodeJson();
 
 /// True for the codes hetrun gives its own verdicts (usage, internal, configuration, arch
-/// mismatch, memory); a worker exiting with one of them is reported as kExitWorkerReservedCode
-/// (1, as torchrun reports a failed worker). 75 is not among them: a worker's own 75 keeps its
-/// meaning (transient, restartable).
+/// mismatch, memory, fail-slow, collective check); a worker exiting with one of them is reported as
+/// kExitWorkerReservedCode (1, as torchrun reports a failed worker). 75 is not among them: a
+/// worker's own 75 keeps its meaning (transient, restartable).
 constexpr bool IsReservedExitCode(int code) {
   return code == kExitUsage || code == kExitInternal || code == kExitConfig ||
-         code == kExitArchMismatch || code == kExitMemory;
+         code == kExitArchMismatch || code == kExitMemory || code == kExitFailSlow ||
+         code == kExitCollectiveWrong;
 }
 
 /// The exit code for a hetrun error.

@@ -39,10 +39,24 @@ inline constexpr RankMetricSpec kRankMetrics[] = {
     {"hetrun_job_ideal_samples_per_second", "gauge",
      "Samples per second at the optimal split under the fitted models"},
     {"hetrun_tuner_overhead_fraction", "gauge", "The tuner's share of the window's wall time"},
+    {"hetrun_rank_slowdown_ratio", "gauge",
+     "Measured over expected time against the rank's GPU family (or its own history when alone "
+     "in its family); 1 = as its kind"},
+    {"hetrun_rank_fail_slow", "gauge", "1 while this rank is fail-slow (K windows in a row)"},
 };
 
 /// The file of global rank `rank` in `run_dir`.
 std::string RankMetricsPath(const std::string& run_dir, int rank);
+
+/// Where a rank reported fail-slow leaves its one-line report for `hetrun run --fail-slow`:
+/// $HETRUN_RUN_DIR/fail_slow/rank_<RANK> (written once, atomically).
+std::string FailSlowReportPath(const std::string& run_dir, int rank);
+
+struct FailSlowVerdict;
+/// The report's words after "rank N": "(family hopper): 266.3 ms at 274 samples, expected
+/// 121.2 ms from its family median (2.20x) for 3 windows (window 22)".
+std::string FailSlowText(const FailSlowVerdict& verdict, const std::string& family, int64_t windows,
+                         int64_t window);
 
 /// This rank's lines for `report` (`group_rank` indexes report.ranks / shares).
 std::string RankMetricsText(const WindowReport& report, int group_rank, int64_t share_changes);

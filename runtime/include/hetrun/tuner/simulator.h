@@ -10,6 +10,7 @@
 
 #include "hetrun/base/status.h"
 #include "hetrun/tuner/controller.h"
+#include "hetrun/tuner/fail_slow.h"
 #include "hetrun/tuner/micro_batch.h"
 #include "hetrun/tuner/scenario.h"
 
@@ -46,16 +47,26 @@ struct PolicyResult {
   int64_t steady_share_changes = 0;
 };
 
+/// A rank the fail-slow detector (fail_slow.h) reported, over hetrun's fits of each stage.
+struct FailSlowReport {
+  int64_t window = 0;  ///< 0-based, the window whose verdict reached K
+  int64_t rank = 0;    ///< global index over all stages in order
+  std::string family;
+  FailSlowVerdict verdict;
+};
+
 struct SimulationResult {
   PolicyResult hetrun;
-  std::vector<PolicyResult> baselines;  ///< uniform, static_datasheet, proportional, lbb
+  std::vector<FailSlowReport> fail_slow;  ///< in window order
+  std::vector<PolicyResult> baselines;    ///< uniform, static_datasheet, proportional, lbb
   /// hetrun's micro-batches for its final shares, for ranks with max_micro_batch (else size 0).
   std::vector<MicroBatchPlan> micro_batches;
 };
 
 /// Runs the scenario. Every policy sees the same noise draw per (iteration, rank). hetrun starts
 /// from the uniform split (with caps) and learns everything from measured times.
-Result<SimulationResult> Simulate(const Scenario& scenario, ControllerOptions options = {});
+Result<SimulationResult> Simulate(const Scenario& scenario, ControllerOptions options = {},
+                                  FailSlowOptions fail_slow = {});
 
 /// Fills steady_ratio, convergence_windows, convergence_by_phase and share_changes from
 /// `windows` (exposed for tests).

@@ -33,6 +33,9 @@ class StagePolicy {
   virtual Status EndIteration() { return Status::Ok(); }
   /// At a window boundary; may change the split for the next window.
   virtual Status EndWindow() = 0;
+  /// The records the last EndWindow() decided on (hetrun's policy only; empty otherwise): what
+  /// the fail-slow detector reads (fail_slow.h).
+  virtual std::span<const RankFit> last_fits() const { return {}; }
 };
 
 /// The controller the runtime uses: one RankObserver per rank (families[r]: its pool key, 0 or

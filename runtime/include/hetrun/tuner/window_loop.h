@@ -32,6 +32,7 @@
 #include "hetrun/base/status.h"
 #include "hetrun/tuner/controller.h"
 #include "hetrun/tuner/cost_model.h"
+#include "hetrun/tuner/fail_slow.h"
 #include "hetrun/tuner/micro_batch.h"
 #include "hetrun/tuner/rank_metrics.h"
 #include "hetrun/tuner/solver.h"
@@ -55,8 +56,11 @@ struct RankWindow {
   /// minimum over ranks.
   double bookkeeping_ms = 0;
   double last_boundary_ms = 0;
+  /// The rank's GPU family (HETRUN_GPU_FAMILY, NUL-padded; empty when unknown): the fail-slow
+  /// detector compares each rank with its family (fail_slow.h).
+  char family[16] = {};
 };
-static_assert(sizeof(RankWindow) == 96, "RankWindow is exchanged as raw bytes");
+static_assert(sizeof(RankWindow) == 112, "RankWindow is exchanged as raw bytes");
 
 struct WindowReport {
   int64_t window = 0;                ///< 1-based
@@ -87,6 +91,9 @@ struct WindowReport {
   /// (optimal_compute_ms + the measured rest of the step, that step minus achieved_compute_ms).
   double samples_per_s = 0;
   double ideal_samples_per_s = 0;
+  /// Every rank's fail-slow standing after this window (fail_slow.h), group order; the same on
+  /// every rank.
+  std::vector<FailSlowVerdict> health;
 };
 
 struct WindowLoopOptions {
@@ -108,6 +115,10 @@ struct WindowLoopOptions {
   /// This rank's GPU family (ampere, hopper, ...): ranks of one family pool their fits
   /// (family_pool.h). Empty: HETRUN_GPU_FAMILY of the process; unset there too: not pooled.
   std::string family;
+  /// Fail-slow detection over the gathered records (fail_slow.h). A rank reported fail-slow logs
+  /// it (outside `hetrun run`) or leaves its report in $HETRUN_RUN_DIR/fail_slow/rank_<RANK>
+  /// for the launcher (--fail-slow, docs/ARCHITECTURE.md §5.9).
+  FailSlowOptions fail_slow;
 };
 
 /// One step's wall-clock figures, as the caller measured them.
@@ -149,11 +160,15 @@ class WindowLoop {
   Result<WindowReport> ApplyGathered(std::span<const std::byte> gathered);
 
  private:
-  WindowLoop(WindowLoopOptions options, int rank, Controller controller)
-      : options_(std::move(options)), rank_(rank), controller_(std::move(controller)) {
+  WindowLoop(WindowLoopOptions options, int rank, Controller controller, FailSlowDetector health)
+      : options_(std::move(options)),
+        rank_(rank),
+        controller_(std::move(controller)),
+        health_(std::move(health)) {
     UpdateShares();
   }
   void UpdateShares();
+  Status CheckHealth(WindowReport& report);
   void MeasureAgainstIdeal(WindowReport& report) const;
 
   WindowLoopOptions options_;
@@ -170,6 +185,9 @@ class WindowLoop {
   int64_t windows_ = 0;
   int64_t share_changes_ = 0;  // windows after which the split changed
   RankMetricsWriter metrics_;  // this rank's figures for hetrun run --metrics-port
+  FailSlowDetector health_;
+  char family_[16] = {};        // this rank's HETRUN_GPU_FAMILY, for its records
+  std::string fail_slow_path_;  // where a fail-slow report goes under hetrun run ("" = log it)
   // Between CloseStep() returning a record and ApplyGathered(): when the boundary's step began
   // (its hook time included) and when the exchange began.
   bool awaiting_gather_ = false;
