@@ -103,6 +103,14 @@ Status JobRendezvous::Put(Store& store, const std::string& key, const std::strin
 }
 
 // The payload at `key`; nullopt when it is absent or fails authentication (logged, ignored).
+Result<bool> JobRendezvous::AllVerified(const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> value, Fetch(*store_, key));
+    if (!value) return false;
+  }
+  return true;
+}
+
 Result<std::optional<std::string>> JobRendezvous::Fetch(Store& store, const std::string& key) {
   Result<std::string> raw = store.Get(key);
   if (!raw.ok()) {
@@ -156,11 +164,7 @@ Status JobRendezvous::WaitForKeys(const std::vector<std::string>& keys,
     if (left.count() <= 0) return DeadlineExceededError("");
     Status waited = store_->Wait(keys, std::min(left, kWaitSlice));
     if (waited.ok()) {
-      bool all = true;
-      for (const std::string& key : keys) {
-        HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> value, Fetch(*store_, key));
-        all = all && value.has_value();
-      }
+      HETRUN_ASSIGN_OR_RETURN(bool all, AllVerified(keys));
       if (all) return Status::Ok();
       std::this_thread::sleep_for(kWaitSlice);  // a forged key: look again later
     } else if (waited.code() != StatusCode::kDeadlineExceeded) {
@@ -614,11 +618,7 @@ Status JobRendezvous::WaitAtBarrier(const std::string& k, Clock::time_point dead
   while (true) {
     Status waited = store_->Wait(keys, kWaitSlice);
     if (waited.ok()) {
-      bool all = true;
-      for (const std::string& key : keys) {
-        HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> value, Fetch(*store_, key));
-        all = all && value.has_value();
-      }
+      HETRUN_ASSIGN_OR_RETURN(bool all, AllVerified(keys));
       if (all) return Status::Ok();
       std::this_thread::sleep_for(kWaitSlice);  // a forged arrival: look again later
     } else if (waited.code() != StatusCode::kDeadlineExceeded) {

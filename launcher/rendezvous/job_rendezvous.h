@@ -153,6 +153,8 @@ class JobRendezvous {
   Status WaitAtBarrier(const std::string& k, std::chrono::steady_clock::time_point deadline);
   Status Put(Store& store, const std::string& key, const std::string& payload);
   Result<std::optional<std::string>> Fetch(Store& store, const std::string& key);
+  /// Whether every key holds a record that authenticates (a forged one does not count).
+  Result<bool> AllVerified(const std::vector<std::string>& keys);
   Result<std::string> Claim(const std::string& key, const std::string& payload);
   Result<std::vector<NodeRecord>> WaitForAll(const NodeRecord& mine,
                                              std::chrono::steady_clock::time_point deadline);

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <random>
+#include <set>
 
 namespace hetrun::testing {
 
@@ -44,11 +46,21 @@ int FreePort() {
   // Below Linux's ephemeral range (32768-60999 by default): the kernel never hands these out as
   // the source port of an outgoing connection, so the many connections of parallel tests (Gloo,
   // TCPStore clients) cannot take the port between this call and the listener's bind.
+  // A port handed out before is never handed out again by this process: a test that starts 16
+  // hetruns at once asks for 16 ports before any of them is bound, and 16 random picks from
+  // 12768 ports collide in about 1% of the batches.
+  static std::mutex mutex;
+  static std::set<int> given;
+  std::lock_guard<std::mutex> lock(mutex);
   thread_local std::mt19937 random(std::random_device{}());
   std::uniform_int_distribution<int> pick(20000, 32767);
   int bound = 0;
   for (int attempt = 0; attempt < 64; ++attempt) {
-    if (Binds(pick(random), &bound)) return bound;
+    const int port = pick(random);
+    if (given.count(port) == 0 && Binds(port, &bound)) {
+      given.insert(bound);
+      return bound;
+    }
   }
   Binds(0, &bound);
   return bound;

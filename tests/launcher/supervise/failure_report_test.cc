@@ -79,7 +79,7 @@ TEST(FailureReportTest, WorkerCodesThatAreHetrunsOwnAreReportedAs1) {
                                      ", a code hetrun reserves"),
               std::string::npos);
   }
-  for (int code : {1, 2, 65, 75, 79, 83, 125}) {
+  for (int code : {1, 2, 65, 75, 79, 85, 125}) {
     WorkerFailure f = Exited(code);
     ClassifyWorkerFailure(f);
     EXPECT_EQ(f.exit_code, code) << code;
