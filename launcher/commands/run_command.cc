@@ -604,6 +604,20 @@ std::optional<pipeline::JobLayout> AttemptLayout(const RunPlan& plan, int restar
   return std::move(*current);
 }
 
+/// One node, an attempt after the first: hetrun's store still holds the keys of the attempt
+/// before (torchrun's agent makes a new store for every attempt), so a worker could read a
+/// peer's address from the dead attempt (Gloo then connects to a closed port). Such an attempt
+/// meets at a store of its own instead: rank 0 hosts it on a fresh free port (MASTER_PORT),
+/// TORCHELASTIC_USE_AGENT_STORE=False. nullopt for the first attempt and without the store.
+Result<std::optional<int>> FreshAttemptPort(const RunPlan& plan, int restart_count) {
+  if (restart_count == 0 || !plan.agent_store) return std::optional<int>();
+  HETRUN_ASSIGN_OR_RETURN(StorePort port,
+                          StorePort::Hold(plan.topology.master_addr.value, 0, StorePort()));
+  spdlog::info("attempt {}: the workers meet at a new store on port {} (rank 0 hosts it)",
+               restart_count, port.port());
+  return std::optional<int>(port.port());  // released here, bound by rank 0 right after
+}
+
 WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
                           const Environment& env) {
   WorkerEnvOptions env_options;
@@ -623,6 +637,7 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
     WorkerEnvOptions attempt = env_options;
     attempt.restart_count = restart_count;
     const std::optional<pipeline::JobLayout> layout = AttemptLayout(plan, restart_count);
+    HETRUN_ASSIGN_OR_RETURN(std::optional<int> fresh_port, FreshAttemptPort(plan, restart_count));
     std::vector<WorkerSpec> workers;
     for (size_t i = 0; i < plan.local_workers; ++i) {
       std::map<std::string, std::string> vars = WorkerEnvironment(env, plan.topology, i, attempt);
@@ -630,7 +645,8 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
                               preflight.WorkerAdditions(env, plan.topology.local_ranks[i]));
       for (auto& [name, value] : additions) vars[name] = value;
       for (const auto& [name, value] : plan.stage_vars) vars[name] = value;
-      if (plan.agent_store) vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+      if (plan.agent_store) vars["TORCHELASTIC_USE_AGENT_STORE"] = fresh_port ? "False" : "True";
+      if (fresh_port) vars["MASTER_PORT"] = std::to_string(*fresh_port);
       if (layout) {
         const int stage = layout->StageOf(plan.topology.ranks[i]);
         const pipeline::StageLayout& entry = layout->stages[static_cast<size_t>(stage)];
