@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
@@ -105,6 +106,17 @@ cxxopts::Options RunOptions() {
       "max-restarts",
       "restart the local group after a worker is killed by a signal, hangs or exits 75, at most "
       "N times (HETRUN_MAX_RESTARTS, default 0)",
+      cxxopts::value<std::string>())(
+      "replan-restart",
+      "act on a worker's exit 82 (re-plan requested): wait up to the grace period for every "
+      "local worker to exit 82 with a complete checkpoint, then restart them on the recorded "
+      "layout, not counted against --max-restarts (default off: 82 is reported as 1)")(
+      "max-replans", "re-plans by restart at most (HETRUN_MAX_REPLANS, default 3)",
+      cxxopts::value<std::string>())(
+      "checkpoint-dir",
+      "the workers' re-plan checkpoint folder, given to them in HETRUN_CHECKPOINT_DIR; "
+      "--replan-restart needs it; across nodes on the --layout-state volume "
+      "(HETRUN_CHECKPOINT_DIR, default none)",
       cxxopts::value<std::string>())(
       "cpu-bind",
       "none, or spread: deal the CPUs hetrun may use out to the local workers, a block each "
@@ -465,6 +477,76 @@ Status SettleJobLayout(RunPlan& plan, const std::vector<NodeRecord>& records,
   return Status::Ok();
 }
 
+/// --checkpoint-dir DIR: an existing folder this user may write, or one its writable parent can
+/// hold (the trainer makes it); across nodes on the volume of --layout-state, the storage every
+/// node shares (same st_dev as the layout state's folder). Never creates anything.
+Status CheckCheckpointDir(const std::string& dir, const RunPlan& plan) {
+  const std::string what = "--checkpoint-dir " + dir;
+  struct stat info {};
+  std::string folder = dir;
+  if (::stat(dir.c_str(), &info) != 0) {
+    if (errno != ENOENT) return ErrnoError("stat", dir, errno).WithContext(what);
+    folder = std::filesystem::path(dir).parent_path().string();
+    if (::stat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+      return InvalidArgumentError(what + ": it does not exist and its folder " + folder +
+                                  " is not a directory");
+    }
+  } else if (!S_ISDIR(info.st_mode)) {
+    return InvalidArgumentError(what + ": is not a directory");
+  }
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    return InvalidArgumentError(what + ": " + folder + " is not writable by this user (" +
+                                std::strerror(errno) + ")");
+  }
+  const int nnodes = plan.topology.nnodes.value;
+  if (nnodes == 1) return Status::Ok();
+  auto state = plan.stage_vars.find("HETRUN_LAYOUT_STATE");
+  const std::string rule = ": with " + std::to_string(nnodes) +
+                           " nodes it must be on shared storage, the volume of --layout-state";
+  if (state == plan.stage_vars.end()) {
+    return InvalidArgumentError(what + rule + " (HETRUN_LAYOUT_STATE), which is not given");
+  }
+  const std::string state_folder = std::filesystem::path(state->second).parent_path().string();
+  struct stat shared {};
+  if (::stat(state_folder.c_str(), &shared) != 0) {
+    return ErrnoError("stat", state_folder, errno).WithContext("--layout-state's folder");
+  }
+  if (shared.st_dev != info.st_dev) {
+    return InvalidArgumentError(what + rule + " " + state->second +
+                                ", but it is on another filesystem");
+  }
+  return Status::Ok();
+}
+
+/// --replan-restart, --max-replans and --checkpoint-dir (docs/how-to/replan-restart.md), checked
+/// before any worker starts; the folder reaches the workers in HETRUN_CHECKPOINT_DIR.
+Status ReadReplan(const cxxopts::ParseResult& parsed, const Environment& env, RunPlan& plan) {
+  SupervisorOptions& supervision = plan.supervision;
+  supervision.replan_restart = parsed.count("replan-restart") > 0;
+  HETRUN_ASSIGN_OR_RETURN(
+      supervision.max_replans,
+      Setting<int>(parsed, "max-replans", env, "HETRUN_MAX_REPLANS", 3, IntInRange(0, 1000)));
+  HETRUN_ASSIGN_OR_RETURN(
+      std::string dir, Setting<std::string>(parsed, "checkpoint-dir", env, "HETRUN_CHECKPOINT_DIR",
+                                            "", [](std::string_view text) -> Result<std::string> {
+                                              if (text.empty())
+                                                return InvalidArgumentError("is empty");
+                                              return std::string(text);
+                                            }));
+  if (dir.empty()) {
+    if (!supervision.replan_restart) return Status::Ok();
+    return UsageError(
+        "hetrun run --replan-restart needs --checkpoint-dir DIR (HETRUN_CHECKPOINT_DIR): the "
+        "folder of the checkpoint every worker saves before it exits 82");
+  }
+  dir = std::filesystem::absolute(dir).lexically_normal().string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  HETRUN_RETURN_IF_ERROR(CheckCheckpointDir(dir, plan));
+  supervision.checkpoint_dir = dir;
+  plan.stage_vars["HETRUN_CHECKPOINT_DIR"] = dir;
+  return Status::Ok();
+}
+
 Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environment& env,
                             const std::vector<std::string>& command) {
   RunPlan plan;
@@ -514,6 +596,7 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
   HETRUN_RETURN_IF_ERROR(CheckPodGracePeriod(env, plan));
   HETRUN_RETURN_IF_ERROR(ReadPipelinePlan(parsed, plan));
   HETRUN_RETURN_IF_ERROR(ReadLayoutState(parsed, env, plan));
+  HETRUN_RETURN_IF_ERROR(ReadReplan(parsed, env, plan));
   return plan;
 }
 
@@ -539,6 +622,20 @@ std::optional<pipeline::JobLayout> AttemptLayout(const RunPlan& plan, int restar
   return std::move(*current);
 }
 
+/// One node, an attempt after the first: hetrun's store still holds the keys of the attempt
+/// before (torchrun's agent makes a new store for every attempt), so a worker could read a
+/// peer's address from the dead attempt (Gloo then connects to a closed port). Such an attempt
+/// meets at a store of its own instead: rank 0 hosts it on a fresh free port (MASTER_PORT),
+/// TORCHELASTIC_USE_AGENT_STORE=False. nullopt for the first attempt and without the store.
+Result<std::optional<int>> FreshAttemptPort(const RunPlan& plan, int restart_count) {
+  if (restart_count == 0 || !plan.agent_store) return std::optional<int>();
+  HETRUN_ASSIGN_OR_RETURN(StorePort port,
+                          StorePort::Hold(plan.topology.master_addr.value, 0, StorePort()));
+  spdlog::info("attempt {}: the workers meet at a new store on port {} (rank 0 hosts it)",
+               restart_count, port.port());
+  return std::optional<int>(port.port());  // released here, bound by rank 0 right after
+}
+
 WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
                           const Environment& env) {
   WorkerEnvOptions env_options;
@@ -558,6 +655,7 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
     WorkerEnvOptions attempt = env_options;
     attempt.restart_count = restart_count;
     const std::optional<pipeline::JobLayout> layout = AttemptLayout(plan, restart_count);
+    HETRUN_ASSIGN_OR_RETURN(std::optional<int> fresh_port, FreshAttemptPort(plan, restart_count));
     std::vector<WorkerSpec> workers;
     for (size_t i = 0; i < plan.local_workers; ++i) {
       std::map<std::string, std::string> vars = WorkerEnvironment(env, plan.topology, i, attempt);
@@ -565,7 +663,8 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
                               preflight.WorkerAdditions(env, plan.topology.local_ranks[i]));
       for (auto& [name, value] : additions) vars[name] = value;
       for (const auto& [name, value] : plan.stage_vars) vars[name] = value;
-      if (plan.agent_store) vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+      if (plan.agent_store) vars["TORCHELASTIC_USE_AGENT_STORE"] = fresh_port ? "False" : "True";
+      if (fresh_port) vars["MASTER_PORT"] = std::to_string(*fresh_port);
       if (layout) {
         const int stage = layout->StageOf(plan.topology.ranks[i]);
         const pipeline::StageLayout& entry = layout->stages[static_cast<size_t>(stage)];
@@ -608,8 +707,9 @@ Result<int> ReportOutcome(Result<SupervisorOutcome> supervised, const Environmen
   HETRUN_ASSIGN_OR_RETURN(SupervisorOutcome outcome, std::move(supervised));
   if (!outcome.failed) {
     spdlog::info(
-        "every worker succeeded{}",
-        outcome.restarts > 0 ? " after " + std::to_string(outcome.restarts) + " restart(s)" : "");
+        "every worker succeeded{}{}",
+        outcome.restarts > 0 ? " after " + std::to_string(outcome.restarts) + " restart(s)" : "",
+        outcome.replans > 0 ? " after " + std::to_string(outcome.replans) + " re-plan(s)" : "");
     return kExitOk;
   }
   std::string reason = TerminationReason(outcome.failure, kTerminationLogMaxBytes);

@@ -53,9 +53,15 @@ std::string CauseSummary(const WorkerFailure& failure, const std::string& who) {
           "(64, 70, 78, 80, 81, 83, 84); reported as exit code {}",
           who, failure.worker_code, failure.exit_code);
     case WorkerFailure::Cause::kReplanRequested:
+      if (!failure.detail.empty()) {
+        return fmt::format(
+            "{} exited with code 82 (re-plan requested), not acted on: {}; reported as exit "
+            "code {}",
+            who, failure.detail, failure.exit_code);
+      }
       return fmt::format(
           "{} exited with code 82 (re-plan requested), which this hetrun run does not act "
-          "on; reported as exit code {}",
+          "on (hetrun run --replan-restart does); reported as exit code {}",
           who, failure.exit_code);
     case WorkerFailure::Cause::kRepeatedAbort:
       return fmt::format(

@@ -42,6 +42,9 @@ struct WorkerFailure {
   std::vector<std::string> error_frames;      ///< the innermost traceback frames of that file
   int restarts = 0;                           ///< restarts of the local group before this one
   std::string not_restarted;  ///< why a restart it allowed could not start (a full disk)
+  /// --replan-restart: every local worker exited 82 and the checkpoint is complete (the group
+  /// restarts on the recorded layout); false for an 82 not acted on, whose reason is `detail`.
+  bool replan_agreed = false;
 };
 
 /// One line: "rank 1 (local rank 1) was killed by SIGKILL (exit code 137)".

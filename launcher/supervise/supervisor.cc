@@ -167,6 +167,9 @@ class Supervisor {
   void HandleSignal(int signal);
   void Reap();
   void OnWorkerExit(Worker& worker, int wait_status);
+  bool WaitForReplan(const WorkerFailure& failure);
+  void FinishReplan();
+  void CheckReplanDeadline(Clock::time_point now);
   void BeginShutdown(int signal);
   void SignalGroups(int signal, bool include_strays);
   void SweepStrays();
@@ -189,6 +192,9 @@ class Supervisor {
   std::vector<Worker> workers_;
   std::optional<WorkerFailure> failure_;
   std::optional<WorkerFailure> last_failure_;  ///< the last non-zero worker exit (for status)
+  std::optional<WorkerFailure> replan_;        ///< --replan-restart: the first worker's 82
+  std::optional<int> succeeded_rank_;          ///< a worker that exited 0 (no re-plan then)
+  Clock::time_point replan_deadline_;          ///< the others' last moment to exit 82
   int restarts_done_ = 0;
   int received_signal_ = 0;  ///< the first shutdown signal hetrun handled, if any
   bool shutdown_ = false;    ///< SIGTERM (or the received signal) sent; deadline armed
@@ -395,7 +401,9 @@ Status Supervisor::PollOnce() {
   fds.push_back({signals_.fd(), POLLIN, 0});
   // A job-wide restart stops a running attempt; once stopping, the fd (still readable) is left
   // out of the poll set.
-  const bool watch_restart = options_.restart_fd >= 0 && !shutdown_ && !cleanup_;
+  // During a re-plan wait it is left out too: the workers are saving their checkpoint and
+  // exiting 82 (another node that already restarted for its re-plan must not stop them).
+  const bool watch_restart = options_.restart_fd >= 0 && !shutdown_ && !cleanup_ && !replan_;
   fds.push_back({watch_restart ? options_.restart_fd : -1, POLLIN, 0});
   std::vector<std::pair<UniqueFd*, OutputTee*>> pipes;
   for (Worker& worker : workers_) {
@@ -456,6 +464,7 @@ void Supervisor::StopForJobRestart() {
 // SIGKILL at the grace deadline; false once processes survived SIGKILL too long.
 bool Supervisor::CheckDeadlines() {
   Clock::time_point now = Clock::now();
+  CheckReplanDeadline(now);
   if ((shutdown_ || cleanup_) && !killed_ && now >= deadline_) {
     if (AnyRunning()) {
       spdlog::warn("grace period of {} over: sending SIGKILL to what still runs",
@@ -632,8 +641,10 @@ void Supervisor::OnWorkerExit(Worker& worker, int wait_status) {
     failure.kind = WorkerFailure::Kind::kSignaled;
     failure.signal = WTERMSIG(wait_status);
   }
+  if (options_.replan_restart && !shutdown_ && WaitForReplan(failure)) return;
   if (failure.exit_code == 0) {
     spdlog::debug("rank {} exited with code 0", worker.spec.rank);
+    if (!succeeded_rank_) succeeded_rank_ = failure.rank;
     return;
   }
   last_failure_ = failure;
@@ -643,6 +654,76 @@ void Supervisor::OnWorkerExit(Worker& worker, int wait_status) {
   }
   spdlog::error("{}; stopping the other workers", FailureSummary(failure));
   failure_ = failure;
+  BeginShutdown(SIGTERM);
+}
+
+// --replan-restart: a worker's 82 opens a wait of up to the grace period for every local worker
+// to exit 82 (nothing is signalled meanwhile). True when `failure` is part of that: an 82, or a
+// 0 during the wait (an ordinary failure then: a worker that finished cannot resume). Any other
+// code falls through to the ordinary failure path; so does an 82 after a worker exited 0.
+bool Supervisor::WaitForReplan(const WorkerFailure& failure) {
+  const bool replan =
+      failure.kind == WorkerFailure::Kind::kExited && failure.exit_code == kExitReplanRequested;
+  if (replan && !replan_ && !succeeded_rank_) {
+    replan_ = failure;
+    replan_deadline_ = Clock::now() + options_.grace_period;
+    last_failure_ = failure;
+    spdlog::info(
+        "rank {} exited with code 82 (re-plan requested): waiting up to {} for every local "
+        "worker to exit 82",
+        failure.rank, FormatDuration(options_.grace_period));
+  } else if (replan && replan_) {
+    spdlog::debug("rank {} exited with code 82 (re-plan requested)", failure.rank);
+  } else if (failure.exit_code == 0 && replan_) {
+    failure_ = *replan_;
+    failure_->detail = "rank " + std::to_string(failure.rank) +
+                       " exited with code 0 instead of 82 (every worker must exit 82)";
+    spdlog::error("{}; stopping the other workers", FailureSummary(*failure_));
+    BeginShutdown(SIGTERM);
+    return true;
+  } else {
+    if (replan && succeeded_rank_) {
+      failure_ = failure;
+      failure_->detail = "rank " + std::to_string(*succeeded_rank_) +
+                         " exited with code 0 before (every worker must exit 82)";
+      spdlog::error("{}; stopping the other workers", FailureSummary(*failure_));
+      BeginShutdown(SIGTERM);
+      return true;
+    }
+    return false;
+  }
+  if (!AnyRunning()) FinishReplan();
+  return true;
+}
+
+// Every local worker exited 82: a re-plan by restart when the checkpoint is complete (its DCP
+// `.metadata` exists), else an ordinary failure naming the folder.
+void Supervisor::FinishReplan() {
+  failure_ = *replan_;
+  const std::string metadata = options_.checkpoint_dir + "/.metadata";
+  struct stat info {};
+  if (!options_.checkpoint_dir.empty() && ::stat(metadata.c_str(), &info) != 0) {
+    failure_->detail = "every local worker exited 82, but the checkpoint " +
+                       options_.checkpoint_dir + " is not complete (no .metadata)";
+    spdlog::error("{}", FailureSummary(*failure_));
+    return;
+  }
+  failure_->replan_agreed = true;
+  spdlog::info("every local worker exited with code 82 (re-plan requested){}",
+               options_.checkpoint_dir.empty() ? "" : ", checkpoint " + metadata + " complete");
+}
+
+// The re-plan wait is over with a worker still running: an ordinary failure, the others stopped.
+void Supervisor::CheckReplanDeadline(Clock::time_point now) {
+  if (!replan_ || failure_ || shutdown_ || now < replan_deadline_) return;
+  failure_ = *replan_;
+  std::string running;
+  for (const Worker& worker : workers_) {
+    if (worker.running) running += (running.empty() ? "" : ", ") + std::to_string(worker.spec.rank);
+  }
+  failure_->detail = "rank(s) " + running + " did not exit within the grace period (" +
+                     FormatDuration(options_.grace_period) + ") after it";
+  spdlog::error("{}; stopping the other workers", FailureSummary(*failure_));
   BeginShutdown(SIGTERM);
 }
 
@@ -744,6 +825,9 @@ int Supervisor::PollTimeoutMs() const {
   };
   if ((shutdown_ || cleanup_) && !killed_) wait = std::min(kSweepInterval, until(deadline_));
   if (killed_) wait = std::min(milliseconds(50), until(killed_at_ + kAfterKillWait));
+  if (replan_ && !failure_ && !shutdown_) {
+    wait = wait ? std::min(*wait, until(replan_deadline_)) : until(replan_deadline_);
+  }
   if (options_.hang_timeout.count() > 0 && !shutdown_ && !cleanup_) {
     milliseconds check = until(next_heartbeat_check_);
     wait = wait ? std::min(*wait, check) : check;
@@ -834,6 +918,25 @@ Status PrepareAttemptFolders(const SupervisorOptions& options,
   return Status::Ok();
 }
 
+// Every local worker exited 82 with a complete checkpoint: true (and counted) when another
+// re-plan fits in --max-replans; else `outcome` is the ordinary failure (exit 1) saying so.
+bool ReplanAllowed(SupervisorOutcome& outcome, const SupervisorOptions& options) {
+  if (outcome.replans >= options.max_replans) {
+    outcome.failure.replan_agreed = false;
+    outcome.failure.detail = "that would be re-plan " + std::to_string(outcome.replans + 1) +
+                             ", over --max-replans " + std::to_string(options.max_replans);
+    outcome.exit_code = outcome.failure.exit_code;
+    spdlog::error("{}", FailureSummary(outcome.failure));
+    return false;
+  }
+  ++outcome.replans;
+  spdlog::warn(
+      "re-plan by restart {} of {}: restarting the local worker group on the recorded "
+      "layout (not counted against --max-restarts)",
+      outcome.replans, options.max_replans);
+  return true;
+}
+
 }  // namespace
 
 Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const WorkerSpecsFn& specs) {
@@ -884,6 +987,10 @@ Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const Work
     failure->restarts = outcome.restarts;
     outcome.failed = true;
     outcome.failure = *failure;
+    if (failure->replan_agreed) {
+      if (!ReplanAllowed(outcome, options)) return outcome;
+      continue;  // not counted against --max-restarts
+    }
     if (StopsTheRun(outcome.failure, outcome.restarts, options, last_abort)) {
       outcome.exit_code = outcome.failure.exit_code;
       return outcome;

@@ -102,6 +102,15 @@ struct SupervisorOptions {
   /// --local-ranks-filter: only these local ranks reach the console; empty = every one.
   std::vector<int> console_local_ranks;
   int max_restarts = 0;  ///< restarts of the whole local group after a restartable failure
+  /// --replan-restart (docs/how-to/replan-restart.md): a worker's 82 is a re-plan request; the
+  /// others get up to grace_period to exit 82 too (nothing is signalled meanwhile), then the
+  /// group restarts on the recorded layout, at most max_replans times and not counted against
+  /// max_restarts. Any other mix of codes is an ordinary failure. Off: 82 is reported as 1.
+  bool replan_restart = false;
+  int max_replans = 3;
+  /// With replan_restart: the DCP checkpoint folder; the re-plan needs its `.metadata` (DCP
+  /// writes it last) once every worker exited 82. Empty: not checked.
+  std::string checkpoint_dir;
   int console_out = STDOUT_FILENO;
   int console_err = STDERR_FILENO;
   size_t tail_lines = 20;  ///< stderr lines kept for the termination log
@@ -132,6 +141,7 @@ using WorkerSpecsFn = std::function<Result<std::vector<WorkerSpec>>(int restart_
 struct SupervisorOutcome {
   int exit_code = 0;  ///< 0, a worker's code (1 for 64/70/78/80/81), 128+N, 75, 81, 126, 127
   int restarts = 0;   ///< restarts done
+  int replans = 0;    ///< re-plans by restart done (--replan-restart)
   bool failed = false;
   WorkerFailure failure;  ///< what ended the last attempt (when failed)
 };

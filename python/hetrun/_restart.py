@@ -79,8 +79,10 @@ def load(directory: str, module, optimizer) -> int:
 
 
 def checkpoint_dir(given: Optional[str]) -> str:
-    directory = given or ""
+    """checkpoint_dir= as given, else HETRUN_CHECKPOINT_DIR (`hetrun run --checkpoint-dir`)."""
+    directory = given or os.environ.get("HETRUN_CHECKPOINT_DIR", "")
     if not directory:
-        raise ValueError('hetrun.pipelining: replan="restart" needs checkpoint_dir= (a folder '
-                         "every rank can reach; shared storage across nodes)")
+        raise ValueError('hetrun.pipelining: replan="restart" needs checkpoint_dir= or '
+                         "HETRUN_CHECKPOINT_DIR (hetrun run --checkpoint-dir): a folder every "
+                         "rank can reach, shared storage across nodes")
     return directory

@@ -47,7 +47,7 @@ TEST(RunExitCodesTest, AWorkersReplanRequestIsReportedAs1AndTheTerminationLogSay
   EXPECT_EQ(run.Wait(), 1) << run.err();
   std::string log = testing::ReadFile(dir.path() + "/termination-log");
   EXPECT_NE(log.find("exited with code 82 (re-plan requested), which this hetrun run does not "
-                     "act on; reported as exit code 1"),
+                     "act on (hetrun run --replan-restart does); reported as exit code 1"),
             std::string::npos)
       << log;
 }
