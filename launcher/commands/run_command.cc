@@ -63,6 +63,22 @@ constexpr milliseconds kPodGraceMargin{std::chrono::seconds(10)};
 
 void AddTorchrunOptions(cxxopts::Options& options);
 
+// Re-plan by supervised restart (docs/how-to/replan-restart.md).
+void AddReplanOptions(cxxopts::Options& options) {
+  options.add_options("supervision")(
+      "replan-restart",
+      "act on a worker's exit 82 (re-plan requested): wait up to the grace period for every "
+      "local worker to exit 82 with a complete checkpoint, then restart them on the recorded "
+      "layout, not counted against --max-restarts (default off: 82 is reported as 1)")(
+      "max-replans", "re-plans by restart at most (HETRUN_MAX_REPLANS, default 3)",
+      cxxopts::value<std::string>())(
+      "checkpoint-dir",
+      "the workers' re-plan checkpoint folder, given to them in HETRUN_CHECKPOINT_DIR; "
+      "--replan-restart needs it; across nodes on the --layout-state volume "
+      "(HETRUN_CHECKPOINT_DIR, default none)",
+      cxxopts::value<std::string>());
+}
+
 // Health of the running job (docs/ARCHITECTURE.md §5.9).
 void AddHealthOptions(cxxopts::Options& options) {
   options.add_options("health")(
@@ -107,17 +123,6 @@ cxxopts::Options RunOptions() {
       "restart the local group after a worker is killed by a signal, hangs or exits 75, at most "
       "N times (HETRUN_MAX_RESTARTS, default 0)",
       cxxopts::value<std::string>())(
-      "replan-restart",
-      "act on a worker's exit 82 (re-plan requested): wait up to the grace period for every "
-      "local worker to exit 82 with a complete checkpoint, then restart them on the recorded "
-      "layout, not counted against --max-restarts (default off: 82 is reported as 1)")(
-      "max-replans", "re-plans by restart at most (HETRUN_MAX_REPLANS, default 3)",
-      cxxopts::value<std::string>())(
-      "checkpoint-dir",
-      "the workers' re-plan checkpoint folder, given to them in HETRUN_CHECKPOINT_DIR; "
-      "--replan-restart needs it; across nodes on the --layout-state volume "
-      "(HETRUN_CHECKPOINT_DIR, default none)",
-      cxxopts::value<std::string>())(
       "cpu-bind",
       "none, or spread: deal the CPUs hetrun may use out to the local workers, a block each "
       "(one CPU each, shared in turn, when workers outnumber CPUs) (HETRUN_CPU_BIND, default "
@@ -152,6 +157,7 @@ cxxopts::Options RunOptions() {
   AddTorchrunOptions(options);
   AddPreflightOptions(options);
   AddHealthOptions(options);
+  AddReplanOptions(options);
   return options;
 }
 

@@ -46,10 +46,11 @@ TEST(RunDiskFullTest, AFullRunFolderDuringARestartKeepsTheWorkersTransientCodeAn
   const std::string worker =
       "i=0; while [ $i -lt 2000 ] && mkdir \"$HETRUN_RUN_DIR/f$i\" 2>/dev/null; do i=$((i+1)); "
       "done; echo \"the worker lost its dataset server\" >&2; exit 75";
-  ProcessResult r = InFullDisk(dir, 64,
-                               "exec \"$HETRUN\" run --nproc-per-node 1 --max-restarts 1 -- "
-                               "sh -c '" +
-                                   worker + "'");
+  ProcessResult r =
+      InFullDisk(dir, 64,
+                 "exec \"$HETRUN\" run --master-port 0 --nproc-per-node 1 --max-restarts 1 -- "
+                 "sh -c '" +
+                     worker + "'");
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 75) << r.err;
   const std::string log = testing::ReadFile(dir.path() + "/termination-log");
@@ -66,7 +67,7 @@ TEST(RunDiskFullTest, AFullRunFolderBaseAtStartIsExit78NamingTheDisk) {
   ProcessResult r = InFullDisk(dir, 16,
                                "mkdir \"$HETRUN_RUN_BASE\" && i=0; while [ $i -lt 100 ] && "
                                "mkdir \"$BASE/f$i\" 2>/dev/null; do i=$((i+1)); done; "
-                               "exec \"$HETRUN\" run --nproc-per-node 1 -- true");
+                               "exec \"$HETRUN\" run --master-port 0 --nproc-per-node 1 -- true");
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 78) << r.err;
   const std::string base = dir.path() + "/base/runs";
