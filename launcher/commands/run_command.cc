@@ -32,6 +32,7 @@
 #include "hetrun/base/units.h"
 #include "hetrun/job/inventory.h"
 #include "hetrun/job/topology.h"
+#include "hetrun/pipeline/layout_state.h"
 #include "hetrun/pipeline/node_layout.h"
 #include "hetrun/pipeline/plan_layout.h"
 #include "metrics/metrics_server.h"
@@ -46,6 +47,7 @@
 #include "rendezvous/one_node_store.h"
 #include "rendezvous/store_port.h"
 #include "supervise/cpu_binding.h"
+#include "supervise/engine_args_env.h"
 #include "supervise/measurement_gathering.h"
 #include "supervise/run_folder.h"
 #include "supervise/supervisor.h"
@@ -76,6 +78,11 @@ void AddReplanOptions(cxxopts::Options& options) {
       "the workers' re-plan checkpoint folder, given to them in HETRUN_CHECKPOINT_DIR; "
       "--replan-restart needs it; across nodes on the --layout-state volume "
       "(HETRUN_CHECKPOINT_DIR, default none)",
+      cxxopts::value<std::string>())(
+      "torchtitan-names",
+      "EMBEDDING:LAYER:HEAD torchtitan module names ({} = the layer index) of the "
+      "HETRUN_TORCHTITAN_ARGS each attempt of a pipeline gets (HETRUN_TORCHTITAN_NAMES, default "
+      "tok_embeddings:layers.{}:norm,lm_head)",
       cxxopts::value<std::string>());
 }
 
@@ -253,6 +260,7 @@ struct RunPlan {
   std::map<std::string, std::string> stage_vars;
   std::string run_id;
   std::optional<pipeline::JobLayout> layout;  ///< --plan: the pipeline's layout
+  plan::TorchtitanNames torchtitan_names;     ///< --torchtitan-names: of HETRUN_TORCHTITAN_ARGS
   std::string role;
   std::string signals_to_handle;
   std::string measurements_out;  ///< --measurements-out: where the merged measurements go
@@ -530,6 +538,11 @@ Status ReadReplan(const cxxopts::ParseResult& parsed, const Environment& env, Ru
   SupervisorOptions& supervision = plan.supervision;
   supervision.replan_restart = parsed.count("replan-restart") > 0;
   HETRUN_ASSIGN_OR_RETURN(
+      plan.torchtitan_names,
+      Setting<plan::TorchtitanNames>(
+          parsed, "torchtitan-names", env, "HETRUN_TORCHTITAN_NAMES", plan::TorchtitanNames{},
+          [](std::string_view text) { return plan::ParseTorchtitanNames(text, "the names"); }));
+  HETRUN_ASSIGN_OR_RETURN(
       supervision.max_replans,
       Setting<int>(parsed, "max-replans", env, "HETRUN_MAX_REPLANS", 3, IntInRange(0, 1000)));
   HETRUN_ASSIGN_OR_RETURN(
@@ -628,6 +641,17 @@ std::optional<pipeline::JobLayout> AttemptLayout(const RunPlan& plan, int restar
   return std::move(*current);
 }
 
+/// What the attempt barrier compares across nodes: the split and revision to read, and a digest
+/// of the whole layout text (replicas, shares and names differ too).
+std::string LayoutDescription(const std::optional<pipeline::JobLayout>& layout) {
+  if (!layout) return "";
+  const std::string text = pipeline::JobLayoutJson(*layout);
+  uint64_t digest = 14695981039346656037ull;  // FNV-1a, 64 bits
+  for (unsigned char c : text) digest = (digest ^ c) * 1099511628211ull;
+  return fmt::format("layout revision {}, split {} (digest {:016x})", layout->revision,
+                     pipeline::SplitText(*layout), digest);
+}
+
 /// One node, an attempt after the first: hetrun's store still holds the keys of the attempt
 /// before (torchrun's agent makes a new store for every attempt), so a worker could read a
 /// peer's address from the dead attempt (Gloo then connects to a closed port). Such an attempt
@@ -651,17 +675,22 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
   env_options.signals_to_handle = plan.signals_to_handle;
   env_options.inventory = plan.inventory ? &*plan.inventory : nullptr;
   env_options.nvml_families = plan.nvml_families;
-  return [&plan, &preflight, &env,
-          env_options](int restart_count) -> Result<std::vector<WorkerSpec>> {
+  return [&plan, &preflight, &env, env_options](int restart_count,
+                                                bool replan) -> Result<std::vector<WorkerSpec>> {
     // Multi-node: every node stops and starts each attempt together (job-wide restarts), so
     // TORCHELASTIC_RESTART_COUNT, and the workers' store prefix with it, agree.
+    // Each node reads its own layout file; the barrier checks that all read the same one.
+    const std::optional<pipeline::JobLayout> layout = AttemptLayout(plan, restart_count);
     if (restart_count > 0 && preflight.rendezvous) {
-      HETRUN_RETURN_IF_ERROR(preflight.rendezvous->BeginAttempt(restart_count));
+      HETRUN_RETURN_IF_ERROR(
+          preflight.rendezvous->BeginAttempt(restart_count, LayoutDescription(layout), replan));
     }
     WorkerEnvOptions attempt = env_options;
     attempt.restart_count = restart_count;
-    const std::optional<pipeline::JobLayout> layout = AttemptLayout(plan, restart_count);
     HETRUN_ASSIGN_OR_RETURN(std::optional<int> fresh_port, FreshAttemptPort(plan, restart_count));
+    const std::map<std::string, std::string> engine_args =
+        layout ? EngineArgsEnvironment(*layout, plan.torchtitan_names, restart_count)
+               : std::map<std::string, std::string>();
     std::vector<WorkerSpec> workers;
     for (size_t i = 0; i < plan.local_workers; ++i) {
       std::map<std::string, std::string> vars = WorkerEnvironment(env, plan.topology, i, attempt);
@@ -677,6 +706,7 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
         vars["HETRUN_STAGE"] = std::to_string(stage);
         vars["HETRUN_STAGE_LAYERS"] =
             std::to_string(entry.first_layer) + ":" + std::to_string(entry.layers);
+        for (auto& [name, value] : engine_args) vars[name] = value;
       }
       workers.push_back({plan.topology.ranks[i], plan.topology.local_ranks[i], std::move(vars),
                          plan.worker_cpus[i]});
@@ -858,7 +888,7 @@ bool TorchrunSets(const std::string& name) {
 Status PrintDryRun(const RunPlan& plan, const CommandContext& context) {
   PreflightResult no_preflight;
   HETRUN_ASSIGN_OR_RETURN(std::vector<WorkerSpec> workers,
-                          WorkerSpecs(plan, no_preflight, context.env)(0));
+                          WorkerSpecs(plan, no_preflight, context.env)(0, false));
   for (const WorkerSpec& worker : workers) {
     context.out << "# rank " << worker.rank << " (local rank " << worker.local_rank
                 << "): hetrun's environment plus\n"
@@ -995,6 +1025,7 @@ Result<int> commands::Run(const CommandContext& context) {
     plan.supervision.on_signals_ready = [rendezvous] { rendezvous->ArmSigterm(); };
     plan.supervision.restart_fd = rendezvous->restart_fd();
     plan.supervision.restart_reason = [rendezvous] { return rendezvous->RestartReason(); };
+    plan.supervision.restart_is_replan = [rendezvous] { return rendezvous->RestartIsReplan(); };
   }
   plan.supervision.node_rank = plan.topology.node_rank.value;
   for (const GpuInfo& gpu : preflight.inventory.gpus)

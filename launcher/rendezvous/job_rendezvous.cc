@@ -20,7 +20,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kWaitSlice{500};  ///< longest blocking wait between abort checks
+constexpr milliseconds kWaitSlice{500};         ///< longest blocking wait between abort checks
+constexpr const char* kNoLayout = "no layout";  ///< an attempt's arrival record without --plan
+/// The end of a restart request (an authenticated record) that is a re-plan by restart.
+constexpr const char* kReplanReason = " (its workers requested a re-plan: exit 82)";
 
 std::string NodeName(int rank) {
   return "rdzv/node/" + std::to_string(rank);
@@ -565,15 +568,25 @@ std::string JobRendezvous::RestartReason() const {
   return restart_reason_;
 }
 
-// Node 0: "K reason" when a restart to the next attempt K was asked for, else "0".
+bool JobRendezvous::RestartIsReplan() const {
+  return RestartReason().find(kReplanReason) != std::string::npos;
+}
+
+// Node 0: "K reason" for the newest attempt K > 0 asked for (the next one, else the current one:
+// when node 0 asked for it, its own BeginAttempt already moved attempt_ there, and the nodes
+// still in the attempt before learn of it only from this line), else "0".
 std::string JobRendezvous::RestartLine(Store& store) {
-  const int next = attempt_.load() + 1;
-  Result<std::optional<std::string>> asked = Fetch(store, Key("restart/" + std::to_string(next)));
-  if (!asked.ok() || !*asked) return "0";
-  std::string reason = **asked;
-  std::replace(reason.begin(), reason.end(), '\n', ' ');
-  NoteRestart(next, reason);
-  return std::to_string(next) + " " + reason;
+  const int current = attempt_.load();
+  for (int k : {current + 1, current}) {
+    if (k <= 0) continue;
+    Result<std::optional<std::string>> asked = Fetch(store, Key("restart/" + std::to_string(k)));
+    if (!asked.ok() || !*asked) continue;
+    std::string reason = **asked;
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    NoteRestart(k, reason);  // node 0 itself: only a later attempt than its own is news
+    return std::to_string(k) + " " + reason;
+  }
+  return "0";
 }
 
 namespace {
@@ -591,21 +604,49 @@ bool ShutdownSignalPending() {
 
 }  // namespace
 
-Status JobRendezvous::BeginAttempt(int attempt) {
+Status JobRendezvous::BeginAttempt(int attempt, const std::string& layout, bool replan) {
   const std::string k = std::to_string(attempt);
   const std::string mine = "node " + std::to_string(options_.node_rank) + " asked for attempt " +
-                           k + " (its workers failed restartably)";
+                           k + (replan ? kReplanReason : " (its workers failed restartably)");
   HETRUN_ASSIGN_OR_RETURN(std::string reason, Claim(Key("restart/" + k), mine));
   attempt_ = attempt;  // from now on only a later attempt is news
   uint64_t drained = 0;
   if (restart_fd_ >= 0 && read(restart_fd_, &drained, sizeof(drained)) < 0 && errno != EAGAIN) {
     spdlog::warn("read(job restart eventfd): {}", std::strerror(errno));
   }
-  HETRUN_RETURN_IF_ERROR(
-      Put(*store_, Key("restart/" + k + "/arrived/" + std::to_string(options_.node_rank)), "ok"));
+  HETRUN_RETURN_IF_ERROR(Put(*store_,
+                             Key("restart/" + k + "/arrived/" + std::to_string(options_.node_rank)),
+                             layout.empty() ? kNoLayout : layout));
   spdlog::info("job-wide restart to attempt {} ({}): node {} arrived, waiting for all {} nodes",
                attempt, reason, options_.node_rank, options_.nnodes);
-  return WaitAtBarrier(k, Clock::now() + options_.timeout);
+  HETRUN_RETURN_IF_ERROR(WaitAtBarrier(k, Clock::now() + options_.timeout));
+  return CheckSameLayouts(k);
+}
+
+// Every node read its layout file for the attempt; a node whose workers did not record the
+// re-plan's split (or recorded another) would start its stages on other layers than the rest.
+Status JobRendezvous::CheckSameLayouts(const std::string& k) {
+  std::vector<std::string> layouts;
+  for (int r = 0; r < options_.nnodes; ++r) {
+    HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> layout,
+                            Fetch(*store_, Key("restart/" + k + "/arrived/" + std::to_string(r))));
+    if (!layout)
+      return UnavailableError("attempt " + k + ": node " + std::to_string(r) +
+                              "'s arrival record is gone");
+    layouts.push_back(std::move(*layout));
+  }
+  std::string differ;
+  for (int r = 1; r < options_.nnodes; ++r) {
+    if (layouts[static_cast<size_t>(r)] == layouts.front()) continue;
+    differ += (differ.empty() ? "" : "; ") + std::string("node ") + std::to_string(r) + " has " +
+              layouts[static_cast<size_t>(r)];
+  }
+  if (differ.empty()) return Status::Ok();
+  return FailedPreconditionError(
+      "attempt " + k + ": the nodes would restart on different layouts: node 0 has " +
+      layouts.front() + "; " + differ +
+      " (every node's workers must record the same split before they exit 82; see "
+      "docs/how-to/replan-restart.md)");
 }
 
 // Every node's arrival record for attempt k, each verified: a forged one (or an extra counter

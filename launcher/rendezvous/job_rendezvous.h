@@ -116,11 +116,17 @@ class JobRendezvous {
   int restart_fd() const { return restart_fd_; }
   /// Why the job restarts ("node 1 asked for attempt 1: its workers failed").
   std::string RestartReason() const;
+  /// Whether the restart asked for is a node's re-plan by restart (BeginAttempt's `replan`).
+  bool RestartIsReplan() const;
   /// Before attempt `attempt` > 0: asks every node for it (the first asker's reason is kept),
   /// then waits until every node has arrived at it, so all start attempt `attempt` together and
-  /// the workers use the same store prefix (TORCHELASTIC_RESTART_COUNT). kDeadlineExceeded
-  /// after the rendezvous timeout; kUnavailable on a peer failure or a pending shutdown signal.
-  Status BeginAttempt(int attempt);
+  /// the workers use the same store prefix (TORCHELASTIC_RESTART_COUNT). `layout` describes the
+  /// layout this node's workers will run (empty: none); once all arrived, every node compares
+  /// every node's with node 0's and all fail alike (kFailedPrecondition, exit 78, naming each
+  /// differing node's) when one differs. kDeadlineExceeded after the rendezvous timeout;
+  /// kUnavailable on a peer failure or a pending shutdown signal.
+  /// `replan`: the attempt follows this node's agreed re-plan (RestartIsReplan on the others).
+  Status BeginAttempt(int attempt, const std::string& layout = "", bool replan = false);
 
   /// End of run, before Finish: node r > 0 leaves `value` (sealed like every record, at most
   /// RecordAuth::kMaxRecordBytes: larger is kInvalidArgument) under end/<name>/<r>, so node 0
@@ -151,6 +157,7 @@ class JobRendezvous {
   Status Redacted(const Status& status) const;
   std::optional<Status> SecretMismatch(const std::vector<int>& missing, const std::string& why);
   Status WaitAtBarrier(const std::string& k, std::chrono::steady_clock::time_point deadline);
+  Status CheckSameLayouts(const std::string& k);
   Status Put(Store& store, const std::string& key, const std::string& payload);
   Result<std::optional<std::string>> Fetch(Store& store, const std::string& key);
   /// Whether every key holds a record that authenticates (a forged one does not count).

@@ -456,6 +456,16 @@ void Supervisor::StopForJobRestart() {
   failure.rank = -1;
   failure.exit_code = kExitTransient;
   failure.detail = options_.restart_reason ? options_.restart_reason() : "job-wide restart";
+  if (options_.replan_restart && !replan_ && options_.restart_is_replan &&
+      options_.restart_is_replan()) {
+    // Another node's workers exited 82 first: this node's are finishing the same checkpoint.
+    replan_ = failure;
+    replan_deadline_ = Clock::now() + options_.grace_period;
+    spdlog::info("{}: waiting up to {} for every local worker to exit 82", failure.detail,
+                 FormatDuration(options_.grace_period));
+    if (!AnyRunning()) FinishReplan();
+    return;
+  }
   spdlog::warn("{}; stopping every worker", FailureSummary(failure));
   failure_ = failure;
   BeginShutdown(SIGTERM);
@@ -957,8 +967,9 @@ Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const Work
 
   SupervisorOutcome outcome;
   std::string last_abort;
+  bool replanned = false;
   for (int restart = 0;; ++restart) {
-    HETRUN_ASSIGN_OR_RETURN(std::vector<WorkerSpec> workers, specs(restart));
+    HETRUN_ASSIGN_OR_RETURN(std::vector<WorkerSpec> workers, specs(restart, replanned));
     if (Status room = PrepareAttemptFolders(options, workers, restart); !room.ok()) {
       if (restart == 0) return room;
       // The last failure stays the outcome (its code, 75 most often, and its reason).
@@ -987,7 +998,8 @@ Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const Work
     failure->restarts = outcome.restarts;
     outcome.failed = true;
     outcome.failure = *failure;
-    if (failure->replan_agreed) {
+    replanned = failure->replan_agreed;
+    if (replanned) {
       if (!ReplanAllowed(outcome, options)) return outcome;
       continue;  // not counted against --max-restarts
     }

@@ -124,6 +124,10 @@ struct SupervisorOptions {
   int restart_fd = -1;
   /// What the restart_fd stands for, for the failure report ("node 1: rank 3 exited with 75").
   std::function<std::string()> restart_reason;
+  /// With replan_restart: whether the restart the restart_fd announces is another node's
+  /// re-plan. Then this node's workers are not stopped: they are saving the same checkpoint and
+  /// get up to grace_period to exit 82, as after a local 82.
+  std::function<bool()> restart_is_replan;
   /// --fail-slow: a worker the tuner reports fail-slow leaves a one-line report in the run
   /// folder (hetrun/tuner/rank_metrics.h, FailSlowReportPath); the supervisor logs it once per
   /// attempt with this node and the worker's GPU. With fail_slow_exit it then stops every worker
@@ -135,8 +139,10 @@ struct SupervisorOptions {
   PollParticipant* poll_participant = nullptr;  ///< polled with the pipes when set
 };
 
-/// The workers of one attempt; `restart_count` is 0 for the first.
-using WorkerSpecsFn = std::function<Result<std::vector<WorkerSpec>>(int restart_count)>;
+/// The workers of one attempt; `restart_count` is 0 for the first; `replan`: the attempt before
+/// ended in an agreed re-plan (every local worker exited 82), not a restartable failure.
+using WorkerSpecsFn =
+    std::function<Result<std::vector<WorkerSpec>>(int restart_count, bool replan)>;
 
 struct SupervisorOutcome {
   int exit_code = 0;  ///< 0, a worker's code (1 for 64/70/78/80/81), 128+N, 75, 81, 126, 127

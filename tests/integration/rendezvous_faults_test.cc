@@ -311,6 +311,33 @@ TEST(RendezvousFaultsTest, RestartIsJobWideAndEveryNodeStartsTheSameAttempt) {
               Seconds(node0.ended() - node0.started()));
 }
 
+// The same with node 0's worker failing: node 0's own request for attempt 1 moves it to that
+// attempt at once, and node 1 still learns of it from node 0's heartbeat line (it used to look
+// only one attempt beyond node 0's, so node 1's worker ran on and node 0 waited at the barrier).
+TEST(RendezvousFaultsTest, ARestartAskedForByNodeZeroReachesTheOtherNodes) {
+  REQUIRE_RENDEZVOUS();
+  testing::TempDir dir;
+  int port = FreePort();
+  std::vector<std::string> common = {"--max-restarts", "1", "--grace-period", "5s"};
+  const std::string say = "echo attempt=$TORCHELASTIC_RESTART_COUNT rank=$RANK";
+  Launcher node0(
+      dir.path(), "node0",
+      NodeArgs(0, 2, port, common,
+               "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then sleep 1; exit 75; fi; " + say),
+      {});
+  Launcher node1(
+      dir.path(), "node1",
+      NodeArgs(1, 2, port, common,
+               "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then exec sleep 120; fi; " + say),
+      {});
+  EXPECT_EQ(node0.Wait(60s), 0) << node0.log();
+  EXPECT_EQ(node1.Wait(60s), 0) << node1.log();
+  EXPECT_NE(node0.log().find("attempt=1 rank=0"), std::string::npos) << node0.log();
+  EXPECT_NE(node1.log().find("attempt=1 rank=1"), std::string::npos) << node1.log();
+  EXPECT_NE(node1.log().find("job-wide restart: node 0 asked for attempt 1"), std::string::npos)
+      << node1.log();
+}
+
 TEST(RendezvousFaultsTest, PodGracePeriodShorterThanHetrunsWorstCaseIsWarned) {
   testing::TempDir dir;
   // 20 s for the pod, 30 s of grace period alone: the kubelet's SIGKILL would cut it short.
