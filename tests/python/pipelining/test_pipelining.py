@@ -225,3 +225,42 @@ def test_hetrun_replan_restart_replans_a_bad_split_by_restart_to_the_reference_l
     # imports, load), printed for the record, never asserted
     print(f"restart under hetrun: {float(resumed['first_step_at']) - float(first['decided_at']):.1f}"
           " s from the decision to the next step")
+
+
+def test_hetrun_replan_restart_across_two_nodes_resumes_both_on_the_recorded_split(tmp_path):
+    """The same re-plan by restart with each stage on its own node (two `hetrun run`s on
+    127.0.0.1, the layout from each pod's HETRUN_STAGE entry): both nodes' workers checkpoint to
+    the shared folder and exit 82, the attempt barrier finds both nodes' layout files alike, and
+    the resumed attempt's losses continue the one-process reference's."""
+    model = ["--layers", "8", "--batch", "16", "--steps", "14", "--window", "2"]
+    summary = tmp_path / "run.summary"  # written by the last stage: node 1
+    port = free_port()
+    gpus = GPUS.split(",")
+    nodes = []
+    for node, layers in ((0, "0:6"), (1, "6:2")):
+        env = env_without_hetrun({"HETRUN_EMULATE_SLOWDOWN": "ampere=3,hopper=1",
+                                  "HETRUN_STAGE": str(node), "HETRUN_STAGE_LAYERS": layers,
+                                  "HETRUN_MICRO_BATCHES": "4"})
+        nodes.append(subprocess.Popen(
+            [HETRUN, "run", "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "1",
+             "--master-addr", "127.0.0.1", "--master-port", str(port), "--fake-gpus", gpus[node],
+             "--layout-state", str(tmp_path / "layout-state.json"), "--replan-restart",
+             "--checkpoint-dir", str(tmp_path / "ckpt"), "--", "sh", "-c",
+             f'exec "$@" --summary {summary}.$TORCHELASTIC_RESTART_COUNT', "sh", sys.executable,
+             str(EXAMPLE), *model, "--replan", "restart"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [node.communicate(timeout=900) for node in nodes]
+    for node, (out, err) in zip(nodes, outputs):
+        assert node.returncode == 0, f"exit {node.returncode}\n{out}\n{err}"
+        assert "re-plan by restart 1 of 3" in err, err
+    attempts = []
+    while (tmp_path / f"run.summary.{len(attempts)}").is_file():
+        attempts.append(read_summary(tmp_path / f"run.summary.{len(attempts)}"))
+    assert len(attempts) >= 2, outputs[1][1]
+    first, resumed = attempts[0], attempts[1]
+    assert first["exit"] == "82" and first["split_first"] == "6,2", first
+    assert resumed["split_first"] == first["replan_split"], resumed
+    got = [loss for figures in attempts for loss in losses(figures)]
+    assert_equal_losses(got, reference(tmp_path, model))
+    print(f"restart across 2 nodes: {float(resumed['first_step_at']) - float(first['decided_at']):.1f}"
+          " s from the decision to the next step")
