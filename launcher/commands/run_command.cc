@@ -79,6 +79,11 @@ void AddReplanOptions(cxxopts::Options& options) {
       "--replan-restart needs it; across nodes on the --layout-state volume "
       "(HETRUN_CHECKPOINT_DIR, default none)",
       cxxopts::value<std::string>())(
+      "model-layers",
+      "the model's layer count: a pipeline layout (--plan, the pods' HETRUN_STAGE entries, the "
+      "layout state) of another count exits 78 before any worker starts (HETRUN_MODEL_LAYERS, "
+      "default not checked)",
+      cxxopts::value<std::string>())(
       "torchtitan-names",
       "EMBEDDING:LAYER:HEAD torchtitan module names ({} = the layer index) of the "
       "HETRUN_TORCHTITAN_ARGS each attempt of a pipeline gets (HETRUN_TORCHTITAN_NAMES, default "
@@ -261,6 +266,7 @@ struct RunPlan {
   std::string run_id;
   std::optional<pipeline::JobLayout> layout;  ///< --plan: the pipeline's layout
   plan::TorchtitanNames torchtitan_names;     ///< --torchtitan-names: of HETRUN_TORCHTITAN_ARGS
+  int64_t model_layers = 0;                   ///< --model-layers: the layout's count, 0 = any
   std::string role;
   std::string signals_to_handle;
   std::string measurements_out;  ///< --measurements-out: where the merged measurements go
@@ -473,6 +479,24 @@ Result<std::optional<pipeline::JobLayout>> LayoutFromRecords(const std::vector<N
 /// Across launchers, after the rendezvous: the layout assembled from the records (without
 /// --plan), then member 0's layout state applied to it alike on every node; the run folder's
 /// layout file is (re)written when either changed it.
+/// --model-layers: the layout the job starts from (after the layout state) must have that many
+/// layers; without a layout there is nothing to check, which is an error too.
+Status CheckModelLayers(const RunPlan& plan) {
+  if (plan.model_layers == 0) return Status::Ok();
+  if (!plan.layout) {
+    return InvalidArgumentError(
+        "--model-layers " + std::to_string(plan.model_layers) +
+        " (HETRUN_MODEL_LAYERS) checks a pipeline layout, and this run has none (no --plan, no "
+        "HETRUN_STAGE)");
+  }
+  if (plan.layout->num_layers == plan.model_layers) return Status::Ok();
+  return InvalidArgumentError(
+      "the pipeline layout has " + std::to_string(plan.layout->num_layers) + " layers (split " +
+      pipeline::SplitText(*plan.layout) + ", revision " + std::to_string(plan.layout->revision) +
+      "), the model " + std::to_string(plan.model_layers) +
+      " (--model-layers, HETRUN_MODEL_LAYERS): a plan or layout state of another model?");
+}
+
 Status SettleJobLayout(RunPlan& plan, const std::vector<NodeRecord>& records,
                        const std::string& run_dir) {
   bool changed = false;
@@ -485,6 +509,7 @@ Status SettleJobLayout(RunPlan& plan, const std::vector<NodeRecord>& records,
                                     records.front().layout_state_path) ||
               changed;
   }
+  HETRUN_RETURN_IF_ERROR(CheckModelLayers(plan));
   if (changed) {
     HETRUN_ASSIGN_OR_RETURN(plan.stage_vars["HETRUN_PLAN"], WriteLayoutFile(*plan.layout, run_dir));
   }
@@ -615,6 +640,11 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
   HETRUN_RETURN_IF_ERROR(CheckPodGracePeriod(env, plan));
   HETRUN_RETURN_IF_ERROR(ReadPipelinePlan(parsed, plan));
   HETRUN_RETURN_IF_ERROR(ReadLayoutState(parsed, env, plan));
+  HETRUN_ASSIGN_OR_RETURN(plan.model_layers,
+                          Setting<int>(parsed, "model-layers", env, "HETRUN_MODEL_LAYERS", 0,
+                                       IntInRange(1, static_cast<int>(plan::kMaxModelLayers))));
+  // One node knows its layout now; across nodes it is checked once the records are in.
+  if (MembershipOf(plan.topology).members == 1) HETRUN_RETURN_IF_ERROR(CheckModelLayers(plan));
   HETRUN_RETURN_IF_ERROR(ReadReplan(parsed, env, plan));
   return plan;
 }

@@ -85,3 +85,51 @@ TEST(RunPlanTest, APlanWithAGapOrAStageWithoutRanksExits78) {
 
 }  // namespace
 }  // namespace hetrun
+
+namespace hetrun {
+namespace {
+
+// --model-layers (issue 29 item 6): hetrun checks the layout against the model's declared layer
+// count before any worker starts.
+TEST(RunPlanModelLayersTest, ALayoutOfAnotherLayerCountExits78BeforeAnyWorker) {
+  TempDir dir;
+  std::string plan = dir.WriteFile("plan.json", kPlan);
+  std::vector<std::string> args = PlanRun(3, plan, "echo started");
+  args.insert(args.begin() + 1, {"--model-layers", "4"});
+  HetrunProcess run(args, HetrunEnv(dir.path()), dir.path());
+  EXPECT_EQ(run.Wait(), 78) << run.err();
+  EXPECT_TRUE(Contains(run.err(),
+                       "the pipeline layout has 3 layers (split 2,1, revision 0), the "
+                       "model 4 (--model-layers, HETRUN_MODEL_LAYERS)"))
+      << run.err();
+  EXPECT_FALSE(Contains(run.out(), "started")) << run.out();
+}
+
+TEST(RunPlanModelLayersTest, TheSameLayerCountStartsTheWorkers) {
+  TempDir dir;
+  std::string plan = dir.WriteFile("plan.json", kPlan);
+  std::map<std::string, std::string> env = HetrunEnv(dir.path());
+  env["HETRUN_MODEL_LAYERS"] = "3";
+  HetrunProcess run(PlanRun(3, plan, "echo started"), env, dir.path());
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_TRUE(Contains(run.out(), "started")) << run.out();
+}
+
+TEST(RunPlanModelLayersTest, ModelLayersWithoutALayoutOrOutOfRangeIsRefused) {
+  TempDir dir;
+  HetrunProcess none({"run", "--model-layers", "8", "--", "echo", "started"}, HetrunEnv(dir.path()),
+                     dir.path());
+  EXPECT_EQ(none.Wait(), 78) << none.err();
+  EXPECT_TRUE(Contains(none.err(), "checks a pipeline layout, and this run has none"))
+      << none.err();
+  EXPECT_FALSE(Contains(none.out(), "started"));
+  for (const char* bad : {"0", "x", "5000"}) {
+    HetrunProcess run({"run", "--model-layers", bad, "--", "true"}, HetrunEnv(dir.path()),
+                      dir.path());
+    EXPECT_EQ(run.Wait(), 64) << bad << ": " << run.err();
+    EXPECT_TRUE(Contains(run.err(), std::string("--model-layers '") + bad + "'")) << run.err();
+  }
+}
+
+}  // namespace
+}  // namespace hetrun

@@ -238,5 +238,41 @@ TEST(RunReplanEnginesTest, AcrossNodesADifferentRecordedSplitStopsEveryNodeWith7
   }
 }
 
+TEST(RunReplanEnginesTest, AcrossNodesALayoutOfAnotherLayerCountStopsEveryNodeWith78) {
+  if (!HaveRendezvousLibrary()) GTEST_SKIP() << "multi-node rendezvous is not built";
+  TempDir dir;
+  const std::string layers[2] = {"0:6", "6:2"};
+  const int port = FreePort();
+  std::array<ProcessResult, 2> results;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      ProcessOptions options;
+      options.timeout = 120s;
+      options.env = std::map<std::string, std::string>{{"PATH", std::getenv("PATH")},
+                                                       {"TMPDIR", dir.path()},
+                                                       {"HETRUN_TERMINATION_LOG", "/dev/null"},
+                                                       {"HETRUN_STAGE", std::to_string(i)},
+                                                       {"HETRUN_STAGE_LAYERS", layers[i]}};
+      results[static_cast<size_t>(i)] =
+          RunProcess({HETRUN_BINARY, "run", "--nnodes", "2", "--node-rank", std::to_string(i),
+                      "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port",
+                      std::to_string(port), "--rdzv-timeout", "60s", "--model-layers", "10", "--",
+                      "echo", "started"},
+                     options);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 2; ++i) {
+    const ProcessResult& node = results[static_cast<size_t>(i)];
+    EXPECT_EQ(node.exit_code, 78) << "node " << i << ": " << node.err;
+    EXPECT_TRUE(Contains(node.err,
+                         "the pipeline layout has 8 layers (split 6,2, revision 0), the "
+                         "model 10"))
+        << "node " << i << ": " << node.err;
+    EXPECT_FALSE(Contains(node.out, "started")) << "node " << i << ": " << node.out;
+  }
+}
+
 }  // namespace
 }  // namespace hetrun
