@@ -44,6 +44,7 @@
 #include "preflight/stage_env.h"
 #include "preflight/topology_inputs.h"
 #include "preflight/torch_location.h"
+#include "rendezvous/attempt_store.h"
 #include "rendezvous/one_node_store.h"
 #include "rendezvous/store_port.h"
 #include "supervise/cpu_binding.h"
@@ -682,18 +683,32 @@ std::string LayoutDescription(const std::optional<pipeline::JobLayout>& layout) 
                      pipeline::SplitText(*layout), digest);
 }
 
-/// One node, an attempt after the first: hetrun's store still holds the keys of the attempt
-/// before (torchrun's agent makes a new store for every attempt), so a worker could read a
-/// peer's address from the dead attempt (Gloo then connects to a closed port). Such an attempt
-/// meets at a store of its own instead: rank 0 hosts it on a fresh free port (MASTER_PORT),
-/// TORCHELASTIC_USE_AGENT_STORE=False. nullopt for the first attempt and without the store.
-Result<std::optional<int>> FreshAttemptPort(const RunPlan& plan, int restart_count) {
-  if (restart_count == 0 || !plan.agent_store) return std::optional<int>();
-  HETRUN_ASSIGN_OR_RETURN(StorePort port,
-                          StorePort::Hold(plan.topology.master_addr.value, 0, StorePort()));
-  spdlog::info("attempt {}: the workers meet at a new store on port {} (rank 0 hosts it)",
-               restart_count, port.port());
-  return std::optional<int>(port.port());  // released here, bound by rank 0 right after
+/// Where the workers of attempt `restart_count` meet (rendezvous/attempt_store.h): the first
+/// attempt at MASTER_PORT as set up; every later one at the store node 0's hetrun opens for it
+/// (one node with hetrun's store, or several nodes), the other nodes learning its port at the
+/// attempt barrier, which also checks the layouts. nullopt: MASTER_PORT as for the first.
+Result<std::optional<AttemptMeeting>> MeetingOf(const RunPlan& plan,
+                                                const PreflightResult& preflight,
+                                                AttemptStores& stores, int restart_count,
+                                                const std::string& layout, bool replan) {
+  if (restart_count == 0) return std::optional<AttemptMeeting>();
+  const bool node0 = MembershipOf(plan.topology).member == 0;
+  std::optional<AttemptMeeting> mine;
+  if (node0 && (plan.agent_store || preflight.rendezvous)) {
+    HETRUN_ASSIGN_OR_RETURN(AttemptMeeting opened, stores.Open());
+    mine = opened;
+  }
+  std::optional<AttemptMeeting> meeting = mine;
+  if (preflight.rendezvous) {
+    HETRUN_ASSIGN_OR_RETURN(
+        meeting, preflight.rendezvous->BeginAttempt(restart_count, layout, replan, mine));
+  }
+  stores.Commit();
+  if (meeting) {
+    spdlog::info("attempt {}: the workers meet at a new store on port {} ({})", restart_count,
+                 meeting->port, meeting->hosted ? "node 0's hetrun hosts it" : "rank 0 hosts it");
+  }
+  return meeting;
 }
 
 WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
@@ -705,19 +720,25 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
   env_options.signals_to_handle = plan.signals_to_handle;
   env_options.inventory = plan.inventory ? &*plan.inventory : nullptr;
   env_options.nvml_families = plan.nvml_families;
-  return [&plan, &preflight, &env, env_options](int restart_count,
-                                                bool replan) -> Result<std::vector<WorkerSpec>> {
+  const std::string python = plan.preflight.python;
+  auto stores = std::make_shared<AttemptStores>(
+      plan.topology.master_addr.value,
+      [python]() -> Result<std::filesystem::path> {
+        HETRUN_ASSIGN_OR_RETURN(std::string dir, FindTorchPackageDir(python));
+        return std::filesystem::path(dir);
+      },
+      spdlog::should_log(spdlog::level::debug));
+  return [&plan, &preflight, &env, env_options, stores](
+             int restart_count, bool replan) -> Result<std::vector<WorkerSpec>> {
     // Multi-node: every node stops and starts each attempt together (job-wide restarts), so
-    // TORCHELASTIC_RESTART_COUNT, and the workers' store prefix with it, agree.
-    // Each node reads its own layout file; the barrier checks that all read the same one.
+    // TORCHELASTIC_RESTART_COUNT agrees. Each node reads its own layout file; the barrier
+    // checks that all read the same one.
     const std::optional<pipeline::JobLayout> layout = AttemptLayout(plan, restart_count);
-    if (restart_count > 0 && preflight.rendezvous) {
-      HETRUN_RETURN_IF_ERROR(
-          preflight.rendezvous->BeginAttempt(restart_count, LayoutDescription(layout), replan));
-    }
+    HETRUN_ASSIGN_OR_RETURN(
+        std::optional<AttemptMeeting> meeting,
+        MeetingOf(plan, preflight, *stores, restart_count, LayoutDescription(layout), replan));
     WorkerEnvOptions attempt = env_options;
     attempt.restart_count = restart_count;
-    HETRUN_ASSIGN_OR_RETURN(std::optional<int> fresh_port, FreshAttemptPort(plan, restart_count));
     const std::map<std::string, std::string> engine_args =
         layout ? EngineArgsEnvironment(*layout, plan.torchtitan_names, restart_count)
                : std::map<std::string, std::string>();
@@ -728,8 +749,11 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
                               preflight.WorkerAdditions(env, plan.topology.local_ranks[i]));
       for (auto& [name, value] : additions) vars[name] = value;
       for (const auto& [name, value] : plan.stage_vars) vars[name] = value;
-      if (plan.agent_store) vars["TORCHELASTIC_USE_AGENT_STORE"] = fresh_port ? "False" : "True";
-      if (fresh_port) vars["MASTER_PORT"] = std::to_string(*fresh_port);
+      if (plan.agent_store) vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+      if (meeting) {
+        vars["MASTER_PORT"] = std::to_string(meeting->port);
+        vars["TORCHELASTIC_USE_AGENT_STORE"] = meeting->hosted ? "True" : "False";
+      }
       if (layout) {
         const int stage = layout->StageOf(plan.topology.ranks[i]);
         const pipeline::StageLayout& entry = layout->stages[static_cast<size_t>(stage)];

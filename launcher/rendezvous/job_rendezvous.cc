@@ -604,7 +604,9 @@ bool ShutdownSignalPending() {
 
 }  // namespace
 
-Status JobRendezvous::BeginAttempt(int attempt, const std::string& layout, bool replan) {
+Result<std::optional<AttemptMeeting>> JobRendezvous::BeginAttempt(
+    int attempt, const std::string& layout, bool replan,
+    const std::optional<AttemptMeeting>& meeting) {
   const std::string k = std::to_string(attempt);
   const std::string mine = "node " + std::to_string(options_.node_rank) + " asked for attempt " +
                            k + (replan ? kReplanReason : " (its workers failed restartably)");
@@ -614,9 +616,10 @@ Status JobRendezvous::BeginAttempt(int attempt, const std::string& layout, bool 
   if (restart_fd_ >= 0 && read(restart_fd_, &drained, sizeof(drained)) < 0 && errno != EAGAIN) {
     spdlog::warn("read(job restart eventfd): {}", std::strerror(errno));
   }
-  HETRUN_RETURN_IF_ERROR(Put(*store_,
-                             Key("restart/" + k + "/arrived/" + std::to_string(options_.node_rank)),
-                             layout.empty() ? kNoLayout : layout));
+  // The arrival record: the store node 0 opened for the attempt ("-" elsewhere), then the layout.
+  HETRUN_RETURN_IF_ERROR(
+      Put(*store_, Key("restart/" + k + "/arrived/" + std::to_string(options_.node_rank)),
+          (meeting ? meeting->Text() : "-") + "\n" + (layout.empty() ? kNoLayout : layout)));
   spdlog::info("job-wide restart to attempt {} ({}): node {} arrived, waiting for all {} nodes",
                attempt, reason, options_.node_rank, options_.nnodes);
   HETRUN_RETURN_IF_ERROR(WaitAtBarrier(k, Clock::now() + options_.timeout));
@@ -625,15 +628,20 @@ Status JobRendezvous::BeginAttempt(int attempt, const std::string& layout, bool 
 
 // Every node read its layout file for the attempt; a node whose workers did not record the
 // re-plan's split (or recorded another) would start its stages on other layers than the rest.
-Status JobRendezvous::CheckSameLayouts(const std::string& k) {
+// Returns the store node 0 opened for the attempt.
+Result<std::optional<AttemptMeeting>> JobRendezvous::CheckSameLayouts(const std::string& k) {
   std::vector<std::string> layouts;
+  std::optional<AttemptMeeting> meeting;
   for (int r = 0; r < options_.nnodes; ++r) {
-    HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> layout,
+    HETRUN_ASSIGN_OR_RETURN(std::optional<std::string> record,
                             Fetch(*store_, Key("restart/" + k + "/arrived/" + std::to_string(r))));
-    if (!layout)
+    const size_t newline = record ? record->find('\n') : std::string::npos;
+    if (newline == std::string::npos) {
       return UnavailableError("attempt " + k + ": node " + std::to_string(r) +
-                              "'s arrival record is gone");
-    layouts.push_back(std::move(*layout));
+                              "'s arrival record is gone or malformed");
+    }
+    if (r == 0) meeting = AttemptMeeting::FromText(record->substr(0, newline));
+    layouts.push_back(record->substr(newline + 1));
   }
   std::string differ;
   for (int r = 1; r < options_.nnodes; ++r) {
@@ -641,7 +649,7 @@ Status JobRendezvous::CheckSameLayouts(const std::string& k) {
     differ += (differ.empty() ? "" : "; ") + std::string("node ") + std::to_string(r) + " has " +
               layouts[static_cast<size_t>(r)];
   }
-  if (differ.empty()) return Status::Ok();
+  if (differ.empty()) return meeting;
   return FailedPreconditionError(
       "attempt " + k + ": the nodes would restart on different layouts: node 0 has " +
       layouts.front() + "; " + differ +

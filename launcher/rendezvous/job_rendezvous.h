@@ -40,6 +40,7 @@
 
 #include "hetrun/base/status.h"
 #include "hetrun/job/node_record.h"
+#include "rendezvous/attempt_store.h"
 #include "rendezvous/deadline_store.h"
 #include "rendezvous/record_auth.h"
 #include "rendezvous/rendezvous_api.h"
@@ -126,7 +127,11 @@ class JobRendezvous {
   /// differing node's) when one differs. kDeadlineExceeded after the rendezvous timeout;
   /// kUnavailable on a peer failure or a pending shutdown signal.
   /// `replan`: the attempt follows this node's agreed re-plan (RestartIsReplan on the others).
-  Status BeginAttempt(int attempt, const std::string& layout = "", bool replan = false);
+  /// Node 0 passes the store it opened for the attempt (rendezvous/attempt_store.h); every node
+  /// gets node 0's back (nullopt when node 0 opened none).
+  Result<std::optional<AttemptMeeting>> BeginAttempt(
+      int attempt, const std::string& layout = "", bool replan = false,
+      const std::optional<AttemptMeeting>& meeting = std::nullopt);
 
   /// End of run, before Finish: node r > 0 leaves `value` (sealed like every record, at most
   /// RecordAuth::kMaxRecordBytes: larger is kInvalidArgument) under end/<name>/<r>, so node 0
@@ -157,7 +162,7 @@ class JobRendezvous {
   Status Redacted(const Status& status) const;
   std::optional<Status> SecretMismatch(const std::vector<int>& missing, const std::string& why);
   Status WaitAtBarrier(const std::string& k, std::chrono::steady_clock::time_point deadline);
-  Status CheckSameLayouts(const std::string& k);
+  Result<std::optional<AttemptMeeting>> CheckSameLayouts(const std::string& k);
   Status Put(Store& store, const std::string& key, const std::string& payload);
   Result<std::optional<std::string>> Fetch(Store& store, const std::string& key);
   /// Whether every key holds a record that authenticates (a forged one does not count).

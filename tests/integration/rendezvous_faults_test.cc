@@ -319,7 +319,9 @@ TEST(RendezvousFaultsTest, ARestartAskedForByNodeZeroReachesTheOtherNodes) {
   testing::TempDir dir;
   int port = FreePort();
   std::vector<std::string> common = {"--max-restarts", "1", "--grace-period", "5s"};
-  const std::string say = "echo attempt=$TORCHELASTIC_RESTART_COUNT rank=$RANK";
+  const std::string say =
+      "echo attempt=$TORCHELASTIC_RESTART_COUNT rank=$RANK port=$MASTER_PORT "
+      "agent=$TORCHELASTIC_USE_AGENT_STORE";
   Launcher node0(
       dir.path(), "node0",
       NodeArgs(0, 2, port, common,
@@ -332,8 +334,20 @@ TEST(RendezvousFaultsTest, ARestartAskedForByNodeZeroReachesTheOtherNodes) {
       {});
   EXPECT_EQ(node0.Wait(60s), 0) << node0.log();
   EXPECT_EQ(node1.Wait(60s), 0) << node1.log();
-  EXPECT_NE(node0.log().find("attempt=1 rank=0"), std::string::npos) << node0.log();
-  EXPECT_NE(node1.log().find("attempt=1 rank=1"), std::string::npos) << node1.log();
+  // Attempt 1 meets at a new store node 0's hetrun hosts (the rendezvous store keeps attempt
+  // 0's keys): one port, not MASTER_PORT, on both nodes.
+  auto attempt_port = [](const std::string& log, const std::string& rank) -> std::string {
+    const std::string head = "attempt=1 rank=" + rank + " port=";
+    const size_t at = log.find(head);
+    if (at == std::string::npos) return "";
+    const size_t from = at + head.size();
+    return log.substr(from, log.find(' ', from) - from);
+  };
+  const std::string port0 = attempt_port(node0.log(), "0");
+  ASSERT_FALSE(port0.empty()) << node0.log();
+  EXPECT_EQ(port0, attempt_port(node1.log(), "1")) << node1.log();
+  EXPECT_NE(port0, std::to_string(port));
+  EXPECT_NE(node1.log().find("agent=True"), std::string::npos) << node1.log();
   EXPECT_NE(node1.log().find("job-wide restart: node 0 asked for attempt 1"), std::string::npos)
       << node1.log();
 }

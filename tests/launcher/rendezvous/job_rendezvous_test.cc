@@ -452,7 +452,7 @@ TEST(JobRendezvousTest, AForgedGoOrArrivalDoesNotOpenTheRestartBarrier) {
   o.auth = auth;
   JobRendezvous alone(std::make_unique<InMemoryStore>(state), o);
   auto start = std::chrono::steady_clock::now();
-  Status began = alone.BeginAttempt(1);
+  Status began = alone.BeginAttempt(1).status();
   EXPECT_EQ(began.code(), StatusCode::kDeadlineExceeded) << began.ToString();
   EXPECT_GE(std::chrono::steady_clock::now() - start, 550ms);
   // Both nodes at the barrier: both pass.
@@ -464,7 +464,7 @@ TEST(JobRendezvousTest, AForgedGoOrArrivalDoesNotOpenTheRestartBarrier) {
       RendezvousOptions mine = Options(r, 2, 5s);
       mine.auth = auth;
       JobRendezvous node(std::make_unique<InMemoryStore>(fresh), mine);
-      passed[r] = node.BeginAttempt(1);
+      passed[r] = node.BeginAttempt(1).status();
     });
   }
   for (auto& t : threads) t.join();

@@ -250,9 +250,11 @@ def test_hetrun_replan_restart_across_two_nodes_resumes_both_on_the_recorded_spl
              str(EXAMPLE), *model, "--replan", "restart"],
             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [node.communicate(timeout=900) for node in nodes]
+    both = "\n".join(f"--- node {i} (exit {node.returncode}):\n{out[-3000:]}\n{err[-6000:]}"
+                     for i, (node, (out, err)) in enumerate(zip(nodes, outputs)))
     for node, (out, err) in zip(nodes, outputs):
-        assert node.returncode == 0, f"exit {node.returncode}\n{out}\n{err}"
-        assert "re-plan by restart 1 of 3" in err, err
+        assert node.returncode == 0, both
+        assert "re-plan by restart 1 of 3" in err, both
     attempts = []
     while (tmp_path / f"run.summary.{len(attempts)}").is_file():
         attempts.append(read_summary(tmp_path / f"run.summary.{len(attempts)}"))
