@@ -144,59 +144,56 @@ bool HaveRendezvousLibrary() {
   return std::filesystem::exists(std::string(HETRUN_BUILD_DIR) + "/lib/libhetrun_rendezvous.so");
 }
 
-// Two nodes of one worker each (stage 0 on node 0, stage 1 on node 1, 8 unnamed layers), both
-// re-planning by restart; node i's worker records moved[i] and waits delay[i] ms before its 82.
-std::array<ProcessResult, 2> TwoNodeReplan(TempDir& dir, const std::array<int, 2>& moved,
-                                           const std::array<int, 2>& delay_ms) {
-  const std::string ckpt = dir.path() + "/ckpt";
-  ::mkdir(ckpt.c_str(), 0700);
+// Two nodes of one worker each on 127.0.0.1 (stage 0, layers 0-5, on node 0; stage 1, layers
+// 6-7, on node 1: the layout from each pod's HETRUN_STAGE entry), each `hetrun run` with `flags`
+// and node i's worker running `workers[i]` (/bin/sh -c) with MOVED=`moved[i]`.
+std::array<ProcessResult, 2> TwoNodes(TempDir& dir, const std::vector<std::string>& flags,
+                                      const std::array<std::string, 2>& workers,
+                                      const std::array<std::string, 2>& moved = {}) {
   const std::string layers[2] = {"0:6", "6:2"};
   const int port = FreePort();
   std::array<ProcessResult, 2> results;
   std::vector<std::thread> threads;
-  for (int i = 0; i < 2; ++i) {
-    const std::string file = dir.WriteFile("moved" + std::to_string(i) + ".json",
-                                           MovedLayout(moved[static_cast<size_t>(i)], false));
-    threads.emplace_back([&, i, file] {
+  for (size_t i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
       ProcessOptions options;
       options.timeout = 120s;
       options.env = std::map<std::string, std::string>{
           {"PATH", std::getenv("PATH")},           {"TMPDIR", dir.path()},
           {"HETRUN_TERMINATION_LOG", "/dev/null"}, {"HETRUN_STAGE", std::to_string(i)},
-          {"HETRUN_STAGE_LAYERS", layers[i]},      {"MOVED", file}};
-      const std::string pause =
-          "sleep " + std::to_string(delay_ms[static_cast<size_t>(i)] / 1000.0) + "; ";
-      results[static_cast<size_t>(i)] = RunProcess(
-          {HETRUN_BINARY,
-           "run",
-           "--nnodes",
-           "2",
-           "--node-rank",
-           std::to_string(i),
-           "--nproc-per-node",
-           "1",
-           "--master-addr",
-           "127.0.0.1",
-           "--master-port",
-           std::to_string(port),
-           "--rdzv-timeout",
-           "60s",
-           "--layout-state",
-           dir.path() + "/state.json",
-           "--replan-restart",
-           "--checkpoint-dir",
-           ckpt,
-           "--grace-period",
-           "30s",
-           "--",
-           "/bin/sh",
-           "-c",
-           "[ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && " + pause + "true; " + Worker(ckpt)},
-          options);
+          {"HETRUN_STAGE_LAYERS", layers[i]},      {"MOVED", moved[i]}};
+      std::vector<std::string> args = {HETRUN_BINARY,      "run",
+                                       "--nnodes",         "2",
+                                       "--node-rank",      std::to_string(i),
+                                       "--nproc-per-node", "1",
+                                       "--master-addr",    "127.0.0.1",
+                                       "--master-port",    std::to_string(port),
+                                       "--rdzv-timeout",   "60s"};
+      args.insert(args.end(), flags.begin(), flags.end());
+      args.insert(args.end(), {"--", "/bin/sh", "-c", workers[i]});
+      results[i] = RunProcess(args, options);
     });
   }
   for (auto& t : threads) t.join();
   return results;
+}
+
+// Both nodes re-plan by restart: node i's worker records moved[i] layers on stage 0 and waits
+// delay_ms[i] before its 82.
+std::array<ProcessResult, 2> TwoNodeReplan(TempDir& dir, const std::array<int, 2>& moved,
+                                           const std::array<int, 2>& delay_ms) {
+  const std::string ckpt = dir.path() + "/ckpt";
+  ::mkdir(ckpt.c_str(), 0700);
+  std::array<std::string, 2> workers, files;
+  for (size_t i = 0; i < 2; ++i) {
+    files[i] = dir.WriteFile("moved" + std::to_string(i) + ".json", MovedLayout(moved[i], false));
+    workers[i] = "[ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && sleep " +
+                 std::to_string(delay_ms[i] / 1000.0) + "; " + Worker(ckpt);
+  }
+  return TwoNodes(dir,
+                  {"--layout-state", dir.path() + "/state.json", "--replan-restart",
+                   "--checkpoint-dir", ckpt, "--grace-period", "30s"},
+                  workers, files);
 }
 
 TEST(RunReplanEnginesTest, AcrossNodesEveryNodeRestartsOnTheRecordedSplit) {
@@ -241,28 +238,8 @@ TEST(RunReplanEnginesTest, AcrossNodesADifferentRecordedSplitStopsEveryNodeWith7
 TEST(RunReplanEnginesTest, AcrossNodesALayoutOfAnotherLayerCountStopsEveryNodeWith78) {
   if (!HaveRendezvousLibrary()) GTEST_SKIP() << "multi-node rendezvous is not built";
   TempDir dir;
-  const std::string layers[2] = {"0:6", "6:2"};
-  const int port = FreePort();
-  std::array<ProcessResult, 2> results;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 2; ++i) {
-    threads.emplace_back([&, i] {
-      ProcessOptions options;
-      options.timeout = 120s;
-      options.env = std::map<std::string, std::string>{{"PATH", std::getenv("PATH")},
-                                                       {"TMPDIR", dir.path()},
-                                                       {"HETRUN_TERMINATION_LOG", "/dev/null"},
-                                                       {"HETRUN_STAGE", std::to_string(i)},
-                                                       {"HETRUN_STAGE_LAYERS", layers[i]}};
-      results[static_cast<size_t>(i)] =
-          RunProcess({HETRUN_BINARY, "run", "--nnodes", "2", "--node-rank", std::to_string(i),
-                      "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port",
-                      std::to_string(port), "--rdzv-timeout", "60s", "--model-layers", "10", "--",
-                      "echo", "started"},
-                     options);
-    });
-  }
-  for (auto& t : threads) t.join();
+  std::array<ProcessResult, 2> results =
+      TwoNodes(dir, {"--model-layers", "10"}, {"echo started", "echo started"});
   for (int i = 0; i < 2; ++i) {
     const ProcessResult& node = results[static_cast<size_t>(i)];
     EXPECT_EQ(node.exit_code, 78) << "node " << i << ": " << node.err;
