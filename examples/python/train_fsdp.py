@@ -17,8 +17,10 @@ RSS for --plain and --no-tune). Runs under `hetrun run`, torchrun or mpirun; NCC
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
+import sys
 import time
 
 import torch
@@ -149,4 +151,12 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    # Out of the interpreter without its finalization: under torch 2.11 with Gloo, a Gloo worker
+    # thread can still be freeing the last all-reduce's work (its tensors are Python objects)
+    # while Python finalizes; it then waits for the GIL, is ended by the interpreter, and the
+    # unwind through a noexcept frame aborts the process (SIGABRT, exit 134) after training
+    # finished (docs/how-to/fsdp2.md, "Limits"). Everything is written and flushed here.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
