@@ -80,7 +80,7 @@ void AddReplanOptions(cxxopts::Options& options) {
       cxxopts::value<std::string>());
 }
 
-// Health of the running job (docs/ARCHITECTURE.md §5.9).
+// Health of the running job (docs/ARCHITECTURE.md §5.10).
 void AddHealthOptions(cxxopts::Options& options) {
   options.add_options("health")(
       "fail-slow",

@@ -1,5 +1,5 @@
 // The collective check before training (`hetrun run --check-collectives`, docs/ARCHITECTURE.md
-// §5.10, docs/how-to/collective-check.md): after the rendezvous and before the user's workers,
+// §5.11, docs/how-to/collective-check.md): after the rendezvous and before the user's workers,
 // one probe per local worker (`python -m hetrun.collective_check` with the workers' interpreter
 // and environment) joins a job-wide process group and checks all-reduce and all-gather from 8 B
 // to 8 MiB bit for bit, then measures the links. The probes run under the supervisor with a

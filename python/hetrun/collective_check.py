@@ -1,6 +1,6 @@
 """The collective check before training: `python -m hetrun.collective_check`, one probe per local
 GPU, started by `hetrun run --check-collectives` after the rendezvous and before the workers
-(docs/how-to/collective-check.md, docs/ARCHITECTURE.md §5.10).
+(docs/how-to/collective-check.md, docs/ARCHITECTURE.md §5.11).
 
 Every probe joins one job-wide process group (NCCL on GPUs, Gloo on CPU) at the store the
 workers use, under a key prefix of its own (hetrun/collective_check/), so the workers' first
