@@ -203,3 +203,48 @@ def test_dry_run_prints_the_check_and_starts_nothing(tmp_path):
     assert "# collective check (--check-collectives)" in proc.stdout, proc.stdout
     assert "deadline 60.2 s" in proc.stdout, proc.stdout
     assert worker_lines(proc) == []
+
+
+def two_nodes(tmp_path, flags, **env_more):
+    """Two launchers on 127.0.0.1 (nodes 0 and 1, one rank each: H100 and A100): their exits,
+    stderr, stdout and termination logs."""
+    port = str(free_port())
+    procs = []
+    for node, gpu in ((0, H100), (1, A100)):
+        env = env_for(tmp_path, **env_more)
+        env["HETRUN_TERMINATION_LOG"] = str(tmp_path / f"termination-log-{node}")
+        cmd = [HETRUN, "run", "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "1",
+               "--master-addr", "127.0.0.1", "--master-port", port, "--rdzv-timeout", "300s",
+               "--fake-gpus", gpu, "--python", sys.executable] + flags + [
+               "--", sys.executable, WORKER]
+        procs.append(subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    results = []
+    for node, p in enumerate(procs):
+        out, err = p.communicate(timeout=900)
+        log = tmp_path / f"termination-log-{node}"
+        results.append((p.returncode, err, out, log.read_text() if log.exists() else ""))
+    return results
+
+
+def test_two_nodes_pass_and_both_start_their_workers_node_0_writes_the_fragment(tmp_path):
+    fragment = tmp_path / "links.json"
+    results = two_nodes(tmp_path, ["--check-collectives", "--check-collectives-timeout", GENEROUS,
+                                   "--check-collectives-out", str(fragment)])
+    for code, err, out, _ in results:
+        assert code == 0, err[-6000:]
+        assert "collective check passed" in err and "on 2 ranks (gloo)" in err, err[-6000:]
+    assert results[0][2].count("worker rank=0 sum=3 attempt=0") == 1, results[0][2]
+    assert results[1][2].count("worker rank=1 sum=3 attempt=0") == 1, results[1][2]
+    links = json.loads(fragment.read_text())
+    assert links["nodes"] == 2 and links["network"] > 0 and "nvlink" not in links, links
+
+
+def test_two_nodes_wrong_value_on_node_1_exits_84_on_both_naming_node_1(tmp_path):
+    results = two_nodes(tmp_path, ["--check-collectives", "--check-collectives-timeout", GENEROUS],
+                        HETRUN_COLLECTIVE_CHECK_FAULT="wrong:1:131072")
+    for code, err, out, log in results:
+        assert code == 84, err[-6000:]
+        assert "wrong values in all_gather at 128 KiB; all_reduce at 128 KiB" in log, log
+        assert "rank 1 (ampere, node 1)" in log, log
+        assert "worker rank=" not in out, out
