@@ -97,6 +97,29 @@ TEST(RunCollectiveCheckTest, PassingProbesLetTheWorkersStartAndTheFragmentIsWrit
   EXPECT_NE(ReadFile(out).find("\"nvlink\": 1.5"), std::string::npos) << ReadFile(out);
 }
 
+TEST(RunCollectiveCheckTest, RunsOncePerRunNotAgainOnRestarts) {
+  Check check;
+  std::vector<std::string> args{"run",
+                                "--nproc-per-node",
+                                "1",
+                                "--check-collectives",
+                                "--python",
+                                check.python,
+                                "--max-restarts",
+                                "1",
+                                "--",
+                                "/bin/sh",
+                                "-c",
+                                "echo attempt $TORCHELASTIC_RESTART_COUNT; exit 75"};
+  HetrunProcess run(args, check.Env("pass"), check.dir.path());
+  EXPECT_EQ(run.Wait(120s), 75) << run.err();
+  const std::string err = run.err();
+  const size_t first = err.find("collective check passed");
+  ASSERT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find("collective check passed", first + 1), std::string::npos) << err;
+  EXPECT_NE(run.out().find("attempt 0\nattempt 1"), std::string::npos) << run.out();
+}
+
 TEST(RunCollectiveCheckTest, ProbesThatLeaveNoVerdictOrFailAre78NamingTheCheck) {
   Check check;
   HetrunProcess silent(check.Args({}), check.Env("silent"), check.dir.path(), "silent");
