@@ -197,6 +197,15 @@ def test_bad_flags_exit_64_naming_the_flag(tmp_path):
     assert proc.returncode == 78 and "HETRUN_COLLECTIVE_CHECK_TIMEOUT='soon'" in proc.stderr
 
 
+def test_bad_test_hook_is_78_naming_the_variable(tmp_path):
+    env = env_for(tmp_path, HETRUN_COLLECTIVE_CHECK_FAULT="wrong:1:1000")
+    proc = hetrun_run(tmp_path, 2, ["--check-collectives"], env=env)
+    assert proc.returncode == 78, proc.stderr[-6000:]
+    log = termination_log(tmp_path)
+    assert "HETRUN_COLLECTIVE_CHECK_FAULT='wrong:1:1000'" in log, log
+    assert "1000 bytes is not a size of the check" in log, log
+
+
 def test_dry_run_prints_the_check_and_starts_nothing(tmp_path):
     proc = hetrun_run(tmp_path, 2, ["--check-collectives", "--dry-run"])
     assert proc.returncode == 0, proc.stderr
