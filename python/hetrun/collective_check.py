@@ -433,4 +433,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # A one-shot process: skip the interpreter's teardown, where torch's store and Gloo threads
+    # can abort ("terminate called without an active exception") after the verdict is written.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
