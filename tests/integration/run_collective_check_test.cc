@@ -55,11 +55,11 @@ struct Check {
 
 TEST(RunCollectiveCheckTest, ProbesStillRunningAtTheDeadlineAreStoppedWith75NamingWhereTheyWere) {
   Check check;
-  HetrunProcess run(check.Args({"--check-collectives-timeout", "2s", "--grace-period", "5s"}),
+  HetrunProcess run(check.Args({"--check-collectives-timeout", "5s", "--grace-period", "5s"}),
                     check.Env("stall"), check.dir.path());
   EXPECT_EQ(run.Wait(120s), 75) << run.err();
   const std::string log = check.Log();
-  EXPECT_NE(log.find("collective check timed out: the probes did not finish within 2 s "
+  EXPECT_NE(log.find("collective check timed out: the probes did not finish within 5 s "
                      "(--check-collectives-timeout)"),
             std::string::npos)
       << log;
