@@ -19,6 +19,7 @@
 #include "hetrun/plan/cluster_spec.h"
 #include "hetrun/plan/jobset.h"
 #include "hetrun/plan/kueue_queues.h"
+#include "hetrun/plan/links_fragment.h"
 #include "hetrun/plan/megatron_layout.h"
 #include "hetrun/plan/model_spec.h"
 #include "hetrun/plan/pipeline_planner.h"
@@ -80,8 +81,12 @@ Status ApplyJobFlags(const cxxopts::ParseResult& parsed, plan::ClusterSpec* clus
 void AddPlanOptions(cxxopts::Options& options) {
   options.add_options()("cluster", "cluster JSON: stages in pipeline order",
                         cxxopts::value<std::string>())(
-      "model", "model JSON: layers with cost and bytes", cxxopts::value<std::string>())(
-      "json", "print the plan as JSON")(
+      "links",
+      "measured links over the cluster file's network/nvlink: the fragment `hetrun run "
+      "--check-collectives` wrote (--check-collectives-out)",
+      cxxopts::value<std::string>())("model", "model JSON: layers with cost and bytes",
+                                     cxxopts::value<std::string>())("json",
+                                                                    "print the plan as JSON")(
       "compare-split", "also evaluate this split: layers per stage, e.g. 8,12,12,12,12,8",
       cxxopts::value<std::string>())("emit",
                                      "print instead of the plan: volcano (a Volcano Job), jobset "
@@ -156,6 +161,9 @@ Status CheckPlanFlags(const cxxopts::ParseResult& parsed) {
   }
   if (!parsed.count("cluster") && !parsed.count("plan")) {
     return UsageError("hetrun plan needs --cluster FILE");
+  }
+  if (parsed.count("links") && !parsed.count("cluster")) {
+    return UsageError("--links goes with --cluster: it replaces the cluster file's links");
   }
   if (parsed.count("measured") && (parsed.count("emit") || parsed.count("compare-split"))) {
     return UsageError("--measured re-plans from the measured split: no --emit or --compare-split");
@@ -285,6 +293,11 @@ Result<int> commands::Plan(const CommandContext& context) {
   }
   HETRUN_ASSIGN_OR_RETURN(plan::ClusterSpec cluster,
                           plan::LoadClusterSpec(parsed["cluster"].as<std::string>()));
+  if (parsed.count("links")) {
+    const std::string links = parsed["links"].as<std::string>();
+    HETRUN_ASSIGN_OR_RETURN(plan::LinksFragment fragment, plan::LoadLinksFragment(links));
+    HETRUN_RETURN_IF_ERROR(plan::ApplyLinksFragment(fragment, links, &cluster));
+  }
   HETRUN_RETURN_IF_ERROR(ApplyJobFlags(parsed, &cluster));
   HETRUN_ASSIGN_OR_RETURN(std::string text, parsed.count("strict-homogeneous")
                                                 ? HomogeneousOutput(parsed, cluster)

@@ -37,6 +37,7 @@
 #include "hetrun/pipeline/plan_layout.h"
 #include "metrics/metrics_server.h"
 #include "metrics/pod_metrics.h"
+#include "preflight/collective_check.h"
 #include "preflight/default_python.h"
 #include "preflight/layout_state_resume.h"
 #include "preflight/nvml_families.h"
@@ -92,13 +93,30 @@ void AddReplanOptions(cxxopts::Options& options) {
       cxxopts::value<std::string>());
 }
 
-// Health of the running job (docs/ARCHITECTURE.md §5.9).
+// Health of the running job (docs/ARCHITECTURE.md §5.10).
 void AddHealthOptions(cxxopts::Options& options) {
   options.add_options("health")(
       "fail-slow",
       "warn or exit: a rank the tuner finds slower than its GPU family (or its own history) for "
       "3 windows is logged (warn, balancing goes on) or ends the job with 83, no local restart "
       "(exit) (HETRUN_FAIL_SLOW, default warn)",
+      cxxopts::value<std::string>());
+}
+
+// The collective check before the workers (docs/how-to/collective-check.md).
+void AddCollectiveCheckOptions(cxxopts::Options& options) {
+  options.add_options("preflight")(
+      "check-collectives",
+      "before the workers start, once per hetrun run: one probe per local rank (python -m "
+      "hetrun.collective_check) checks all-reduce and all-gather from 8 B to 8 MiB bit for bit "
+      "over the job (NCCL on GPUs, Gloo on CPU) and measures the links; a wrong value exits 84, a "
+      "timeout 75 (default off)")(
+      "check-collectives-timeout",
+      "the check's deadline (HETRUN_COLLECTIVE_CHECK_TIMEOUT, default 60s + 100ms x world size)",
+      cxxopts::value<std::string>())(
+      "check-collectives-out",
+      "write the measured links as a cluster-file fragment to FILE, for hetrun plan --links "
+      "(node 0; default: only in the run folder)",
       cxxopts::value<std::string>());
 }
 
@@ -169,6 +187,7 @@ cxxopts::Options RunOptions() {
       cxxopts::value<std::string>())("h,help", "this text");
   AddTorchrunOptions(options);
   AddPreflightOptions(options);
+  AddCollectiveCheckOptions(options);
   AddHealthOptions(options);
   AddReplanOptions(options);
   return options;
@@ -272,6 +291,7 @@ struct RunPlan {
   std::string signals_to_handle;
   std::string measurements_out;  ///< --measurements-out: where the merged measurements go
   bool agent_store = false;      ///< one node: the workers use the store hetrun hosts
+  CollectiveCheckOptions collective_check;  ///< --check-collectives
 };
 
 /// --measurements-out FILE: a file path whose folder exists (checked before the run, not at its
@@ -592,6 +612,32 @@ Status ReadReplan(const cxxopts::ParseResult& parsed, const Environment& env, Ru
   return Status::Ok();
 }
 
+/// --check-collectives, --check-collectives-timeout (above 0) and --check-collectives-out (a file
+/// whose folder exists), checked before the preflight.
+Status ReadCollectiveCheck(const cxxopts::ParseResult& parsed, const Environment& env,
+                           RunPlan& plan) {
+  CollectiveCheckOptions& check = plan.collective_check;
+  check.enabled = parsed.count("check-collectives") > 0;
+  HETRUN_ASSIGN_OR_RETURN(check.timeout,
+                          Setting<milliseconds>(parsed, "check-collectives-timeout", env,
+                                                "HETRUN_COLLECTIVE_CHECK_TIMEOUT", milliseconds(0),
+                                                ParsePositiveDuration));
+  if (parsed.count("check-collectives-out")) {
+    const std::string out = parsed["check-collectives-out"].as<std::string>();
+    Result<std::string> path = ParseMeasurementsOut(out);
+    if (!path.ok()) {
+      return UsageError("--check-collectives-out '" + out + "': " + path.status().message());
+    }
+    check.out = std::filesystem::absolute(*path).lexically_normal().string();
+  }
+  if (!check.enabled &&
+      (parsed.count("check-collectives-timeout") || parsed.count("check-collectives-out"))) {
+    return UsageError(
+        "--check-collectives-timeout and --check-collectives-out go with --check-collectives");
+  }
+  return Status::Ok();
+}
+
 Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environment& env,
                             const std::vector<std::string>& command) {
   RunPlan plan;
@@ -647,6 +693,7 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
   // One node knows its layout now; across nodes it is checked once the records are in.
   if (MembershipOf(plan.topology).members == 1) HETRUN_RETURN_IF_ERROR(CheckModelLayers(plan));
   HETRUN_RETURN_IF_ERROR(ReadReplan(parsed, env, plan));
+  HETRUN_RETURN_IF_ERROR(ReadCollectiveCheck(parsed, env, plan));
   return plan;
 }
 
@@ -943,6 +990,13 @@ Status PrintDryRun(const RunPlan& plan, const CommandContext& context) {
   PreflightResult no_preflight;
   HETRUN_ASSIGN_OR_RETURN(std::vector<WorkerSpec> workers,
                           WorkerSpecs(plan, no_preflight, context.env)(0, false));
+  if (plan.collective_check.enabled) {
+    CollectiveCheckInput check;
+    check.options = plan.collective_check;
+    check.python = plan.preflight.python;
+    check.world_size = plan.topology.world_size;
+    context.out << CollectiveCheckPlanText(check) << "\n";
+  }
   for (const WorkerSpec& worker : workers) {
     context.out << "# rank " << worker.rank << " (local rank " << worker.local_rank
                 << "): hetrun's environment plus\n"
@@ -1021,13 +1075,45 @@ void StartOneNodeStore(OneNodeStore& store, RunPlan& plan) {
   if (plan.agent_store) plan.supervision.on_signals_ready = [&store] { store.Arm(); };
 }
 
+/// --check-collectives, right before the workers (preflight/collective_check.h): nullopt when they
+/// may start, else the exit code (logged, in the termination log, told to the other nodes).
+Result<std::optional<int>> CheckCollectives(const RunPlan& plan, const PreflightResult& preflight,
+                                            const Environment& env, const OneNodeStore* store) {
+  CollectiveCheckInput input;
+  input.options = plan.collective_check;
+  input.supervision = plan.supervision;
+  HETRUN_ASSIGN_OR_RETURN(input.workers, WorkerSpecs(plan, preflight, env)(0, false));
+  input.python = plan.preflight.python;
+  input.world_size = plan.topology.world_size;
+  input.writes_fragment = MembershipOf(plan.topology).member == 0;
+  HETRUN_ASSIGN_OR_RETURN(CollectiveCheckVerdict verdict, RunCollectiveCheck(input));
+  if (std::optional<Status> failed = store ? store->Failure() : std::nullopt) return *failed;
+  if (verdict.exit_code == kExitOk) {
+    spdlog::info("{}", verdict.report);
+    return std::optional<int>();
+  }
+  spdlog::error("{}", verdict.report);
+  if (Status logged = WriteTerminationLog(env, "hetrun: " + verdict.report); !logged.ok()) {
+    spdlog::warn("{}", logged.message());
+  }
+  if (preflight.rendezvous) {
+    SupervisorOutcome outcome;
+    outcome.failed = true;
+    outcome.exit_code = verdict.exit_code;
+    HETRUN_ASSIGN_OR_RETURN(std::optional<int> code,
+                            FinishRendezvous(*preflight.rendezvous, outcome, env));
+    if (code) return code;
+  }
+  return std::optional<int>(verdict.exit_code);
+}
+
 }  // namespace
 
 Result<int> commands::Run(const CommandContext& context) {
   cxxopts::Options options = RunOptions();
   HETRUN_ASSIGN_OR_RETURN(RunCommandLine line, ParseRunCommandLine(options, context));
   if (line.help) {
-    context.out << options.help({"topology", "supervision", "torchrun", "preflight"});
+    context.out << options.help({"topology", "supervision", "torchrun", "preflight", "health"});
     return kExitOk;
   }
   const cxxopts::ParseResult& parsed = line.parsed;
@@ -1085,6 +1171,11 @@ Result<int> commands::Run(const CommandContext& context) {
   for (const GpuInfo& gpu : preflight.inventory.gpus)
     plan.supervision.gpu_names.push_back(gpu.name);
   if (store) StartOneNodeStore(*store, plan);
+  if (plan.collective_check.enabled) {
+    HETRUN_ASSIGN_OR_RETURN(std::optional<int> failed,
+                            CheckCollectives(plan, preflight, context.env, store.get()));
+    if (failed) return *failed;
+  }
   Result<SupervisorOutcome> supervised =
       Supervise(plan.supervision, WorkerSpecs(plan, preflight, context.env));
   if (std::optional<Status> failed = store ? store->Failure() : std::nullopt) return *failed;

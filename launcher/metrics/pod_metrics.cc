@@ -116,7 +116,7 @@ std::string RenderPodMetrics(const PodMetricsInput& input) {
     }
   }
   if (input.status != nullptr) {
-    // The pod's count of fail-slow local ranks (docs/ARCHITECTURE.md §5.9); 0 before any window.
+    // The pod's count of fail-slow local ranks (docs/ARCHITECTURE.md §5.10); 0 before any window.
     double slow = 0;
     for (const auto& [rank, values] : ranks) {
       auto it = values.find("hetrun_rank_fail_slow");

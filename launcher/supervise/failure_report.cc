@@ -109,6 +109,9 @@ std::string KindSummary(const WorkerFailure& failure, const std::string& who) {
     case WorkerFailure::Kind::kFailSlow:
       return fmt::format("fail-slow: {} {}; stopping the job (--fail-slow exit, exit code {})", who,
                          failure.detail, failure.exit_code);
+    case WorkerFailure::Kind::kDeadline:
+      return fmt::format("the workers did not finish within {}; exit code {}",
+                         FormatDuration(failure.hang_timeout), failure.exit_code);
   }
   return "unknown failure";
 }
@@ -169,6 +172,7 @@ bool IsRestartable(const WorkerFailure& failure) {
     case WorkerFailure::Kind::kSpawn:
     case WorkerFailure::Kind::kReceivedSignal:
     case WorkerFailure::Kind::kFailSlow:  // the job restarts elsewhere (83), never in place
+    case WorkerFailure::Kind::kDeadline:  // a one-off run (the collective check), never repeated
       return false;
   }
   return false;

@@ -17,6 +17,7 @@ struct WorkerFailure {
     kReceivedSignal,  ///< hetrun itself was asked to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT)
     kJobRestart,      ///< another node's workers failed restartably: the whole job restarts
     kFailSlow,        ///< the tuner reported the worker fail-slow under --fail-slow exit (83)
+    kDeadline,        ///< the attempt ran past SupervisorOptions::attempt_deadline (75)
   };
   /// What hetrun recognised beyond the exit status (ClassifyWorkerFailure).
   enum class Cause {
@@ -35,7 +36,7 @@ struct WorkerFailure {
   int exit_code = 0;    ///< the code hetrun exits with
   int signal = 0;       ///< kSignaled, kReceivedSignal
   std::chrono::milliseconds silence{0};       ///< kHang: time since the last beat
-  std::chrono::milliseconds hang_timeout{0};  ///< kHang: --hang-timeout
+  std::chrono::milliseconds hang_timeout{0};  ///< kHang: --hang-timeout; kDeadline: the deadline
   std::string detail;                         ///< kSpawn: the exec error
   std::vector<std::string> stderr_tail;       ///< the worker's last stderr lines, oldest first
   std::string error_message;                  ///< from its TORCHELASTIC_ERROR_FILE, if any

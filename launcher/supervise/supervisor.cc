@@ -176,6 +176,7 @@ class Supervisor {
   bool CheckDeadlines();
   void CheckHeartbeats();
   void CheckFailSlow();
+  void CheckAttemptDeadline();
   void ReadPipe(UniqueFd& pipe, OutputTee& tee, bool until_eof);
   std::optional<WorkerFailure> EndAttempt();
   void ReportLostOutput();
@@ -207,6 +208,7 @@ class Supervisor {
   Clock::time_point killed_at_;
   Clock::time_point next_heartbeat_check_;
   Clock::time_point next_fail_slow_check_;
+  Clock::time_point attempt_end_;  ///< with attempt_deadline: when the attempt must be over
 };
 
 Result<int> Supervisor::PendingShutdownSignal() {
@@ -343,6 +345,7 @@ Result<std::optional<WorkerFailure>> Supervisor::RunAttempt(std::vector<WorkerSp
   workers_.clear();
   workers_.resize(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) workers_[i].spec = std::move(specs[i]);
+  attempt_end_ = Clock::now() + options_.attempt_deadline;
   HETRUN_RETURN_IF_ERROR(StartWorkers(restart_count));
   while (true) {
     HETRUN_ASSIGN_OR_RETURN(bool more, Turn());
@@ -371,6 +374,7 @@ Result<bool> Supervisor::Turn() {
   if (shutdown_ || cleanup_) SweepStrays();
   CheckHeartbeats();
   CheckFailSlow();
+  CheckAttemptDeadline();
   PublishStatus();
   return true;
 }
@@ -806,6 +810,21 @@ void Supervisor::CheckFailSlow() {
   }
 }
 
+// --check-collectives' deadline (attempt_deadline): an attempt still running past it is stopped
+// like a hang, every worker at once, and ends with 75.
+void Supervisor::CheckAttemptDeadline() {
+  if (options_.attempt_deadline.count() <= 0 || shutdown_ || cleanup_) return;
+  if (Clock::now() < attempt_end_) return;
+  WorkerFailure failure;
+  failure.kind = WorkerFailure::Kind::kDeadline;
+  failure.exit_code = kExitTransient;
+  failure.hang_timeout = options_.attempt_deadline;
+  spdlog::error("{}; stopping every worker", FailureSummary(failure));
+  failure_ = failure;
+  BeginShutdown(SIGTERM);
+  SignalGroups(SIGCONT, false);  // a stopped worker must run to act on SIGTERM
+}
+
 // Reads what `pipe` holds, at most kMaxReadBytesPerTurn unless `until_eof` (the end of the
 // attempt, every worker gone).
 void Supervisor::ReadPipe(UniqueFd& pipe, OutputTee& tee, bool until_eof) {
@@ -845,6 +864,9 @@ int Supervisor::PollTimeoutMs() const {
   if (!shutdown_ && !cleanup_ && !workers_.empty()) {
     milliseconds check = until(next_fail_slow_check_);
     wait = wait ? std::min(*wait, check) : check;
+  }
+  if (options_.attempt_deadline.count() > 0 && !shutdown_ && !cleanup_) {
+    wait = wait ? std::min(*wait, until(attempt_end_)) : until(attempt_end_);
   }
   for (const Worker& worker : workers_) {
     for (const OutputTee* tee : {worker.out.get(), worker.err.get()}) {

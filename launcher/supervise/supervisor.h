@@ -131,8 +131,12 @@ struct SupervisorOptions {
   /// --fail-slow: a worker the tuner reports fail-slow leaves a one-line report in the run
   /// folder (hetrun/tuner/rank_metrics.h, FailSlowReportPath); the supervisor logs it once per
   /// attempt with this node and the worker's GPU. With fail_slow_exit it then stops every worker
-  /// and ends with 83, bypassing local restarts (docs/ARCHITECTURE.md §5.9).
+  /// and ends with 83, bypassing local restarts (docs/ARCHITECTURE.md §5.10).
   bool fail_slow_exit = false;
+  /// Every worker of an attempt must have exited this long after the attempt started; past it,
+  /// the group is stopped like a hang and the attempt ends as Kind::kDeadline with 75 (the
+  /// collective check's deadline, docs/ARCHITECTURE.md §5.11). Zero: no deadline.
+  std::chrono::milliseconds attempt_deadline{0};
   int node_rank = 0;
   std::vector<std::string> gpu_names;   ///< per local rank, for the report ("" or absent: unknown)
   SupervisionStatus* status = nullptr;  ///< refreshed every turn when set

@@ -32,7 +32,7 @@ class WindowReport:
     micro_batch_size: List[int] = dataclasses.field(default_factory=list)
     micro_batch_count: List[int] = dataclasses.field(default_factory=list)
     #: per rank: measured over expected time against its GPU family (or its own history when
-    #: alone in its family), 1.0 when unknown (docs/ARCHITECTURE.md §5.9)
+    #: alone in its family), 1.0 when unknown (docs/ARCHITECTURE.md §5.10)
     slowdown_ratio: List[float] = dataclasses.field(default_factory=list)
     #: the group ranks that are fail-slow after this window (K windows in a row)
     fail_slow: List[int] = dataclasses.field(default_factory=list)

@@ -2,8 +2,8 @@
 # GPU validation suite (docs/how-to/gpu-validation.md): builds hetrun against this machine's own torch
 # and nvcc, then proves on the real GPU what the CPU test suite can only compile: kernel-image
 # verdicts against cuobjdump and the driver, fixture launches (error 209 vs PTX JIT), the memory
-# ceiling, the NCCL process group and the tuner's cost, and 200 training steps. Writes
-# DIR/summary.json (per-step status and figures) and DIR/gpu-validation.log (all output).
+# ceiling, the NCCL process group and the tuner's cost, 200 training steps and the collective check
+# on NCCL. Writes DIR/summary.json (per-step status and figures) and DIR/gpu-validation.log.
 #
 #   tests/gpu/run.sh [--out DIR] [--dry-run] [--build-dir DIR] [--budget SECONDS] [--jobs N]
 #                    [--deps DIR] [--cmake-arg ARG]...
@@ -501,6 +501,35 @@ else
     figs_from fsdp2 "$work/fsdp2.txt"
   else
     fail "the Python extension did not build (pybind11 on this machine?)"
+  fi
+  step_end
+fi
+
+# ---- 9. collective_check: hetrun run --check-collectives, one rank on NCCL --------------------
+# The probe (python -m hetrun.collective_check) from the package staged by step 8, on this GPU:
+# all-reduce and all-gather 8 B .. 8 MiB checked bit for bit over NCCL (world size 1), the links
+# fragment written, then the worker starts.
+if ((dry_run)); then
+  skip_gpu collective_check "would run: hetrun run --nproc-per-node 1 --check-collectives --check-collectives-out FILE (NCCL, world size 1)"
+else
+  step_begin collective_check
+  if ! ls "$work/pypkg/hetrun/"_core*.so >/dev/null 2>&1; then
+    fail "no staged Python package with its extension (step fsdp2 builds it)"
+  else
+    links=$work/links.json
+    run_for 180 "$work/cc.txt" env PYTHONPATH="$work/pypkg" "$hetrun" run --nproc-per-node 1 \
+      --master-port "$(free_port)" --check-collectives --check-collectives-out "$links" \
+      --python "$python" -- "$python" -c 'print("workers_started=1")'
+    rc=$?
+    fig collective_check exit_code "$rc"
+    passed=$(grep -m1 'collective check passed' "$work/cc.txt.err")
+    ((rc == 0)) || fail "hetrun run --check-collectives exited $rc"
+    [[ -n $passed ]] || fail "no 'collective check passed' line"
+    [[ $passed == *"on 1 ranks (nccl)"* ]] || fail "the check did not run on NCCL: $passed"
+    [[ $(kv workers_started "$work/cc.txt") == 1 ]] || fail "the worker did not start after the check"
+    [[ -s $links ]] || fail "no links fragment at $links"
+    fig collective_check seconds "$(sed -n 's/.* in \([0-9.]*\) s;.*/\1/p' <<<"$passed")"
+    [[ -s $links ]] && fig collective_check fragment "$(tr -d ' \n' <"$links")"
   fi
   step_end
 fi

@@ -18,8 +18,8 @@ using testing::TempDir;
 // mismatch, memory): reported as 1 so a Volcano policy never mistakes them (issue 15, item 7);
 // so is a worker's 82 (re-plan requested), which hetrun never exits with.
 bool Reserved(int code) {
-  return code == 64 || code == 70 || code == 78 || code == 80 || code == 81 || code == 82 || code == 83 ||
-         code == 84;
+  return code == 64 || code == 70 || code == 78 || code == 80 || code == 81 || code == 82 ||
+         code == 83 || code == 84;
 }
 
 TEST(RunExitCodesTest, PassesEveryExitCodeThroughButHetrunsOwn) {

@@ -34,6 +34,16 @@ TEST(FailureReportTest, HangNamesTheSecondsSinceTheLastBeat) {
       << FailureSummary(f);
 }
 
+TEST(FailureReportTest, DeadlineNamesItAndIsNotRestartable) {
+  WorkerFailure f;
+  f.kind = WorkerFailure::Kind::kDeadline;
+  f.exit_code = 75;
+  f.hang_timeout = std::chrono::seconds(20);
+  EXPECT_NE(FailureSummary(f).find("did not finish within 20s; exit code 75"), std::string::npos)
+      << FailureSummary(f);
+  EXPECT_FALSE(IsRestartable(f));
+}
+
 TEST(FailureReportTest, TerminationReasonKeepsTheNewestStderrLinesWithin4096Bytes) {
   WorkerFailure f = Killed(SIGSEGV);
   for (int i = 0; i < 20; ++i) f.stderr_tail.push_back(std::string(400, 'a' + i % 26));

@@ -1,4 +1,4 @@
-"""Fail-slow detection live under `hetrun run` (docs/ARCHITECTURE.md §5.9): 3 emulated H100 ranks
+"""Fail-slow detection live under `hetrun run` (docs/ARCHITECTURE.md §5.10): 3 emulated H100 ranks
 and 1 A100 rank (3x), rank 1 turning 2x slower from step 40 (HETRUN_EMULATE_SLOWDOWN's rankN=k@stepS
 entry). --fail-slow warn reports rank 1 and nobody else and the job succeeds; --fail-slow exit
 ends it with 83 naming the node and the GPU in the termination log."""

@@ -8,7 +8,7 @@
 //                              `hetrun run` sets per worker from the inventory), so one variable
 //                              serves a whole mixed node. "*=k" is the factor for other families.
 //   "ampere=3,hopper=1,rank1=2"  rankN=k multiplies global rank N's family factor (emulating one
-//                              sick GPU beside its healthy kind, docs/ARCHITECTURE.md §5.9)
+//                              sick GPU beside its healthy kind, docs/ARCHITECTURE.md §5.10)
 //   "rank1=2.0@step30"         any factor may start at a step: @stepS applies it from step S on
 //                              (0-based, steps as the tuner counts them: every step the training
 //                              loop runs, warm-up included); before S the entry is absent

@@ -1,4 +1,4 @@
-// Fail-slow detection relative to the GPU family (docs/ARCHITECTURE.md §5.9): a sick GPU
+// Fail-slow detection relative to the GPU family (docs/ARCHITECTURE.md §5.10): a sick GPU
 // (thermal throttling, a degraded link, a noisy neighbour) is slower than its own kind, while an
 // A100 beside H100s is slow by design. Each window, from the same fitted lines the tuner solves
 // with (RankFit: a + c n), every rank's speed is its fitted time at a common number of samples,

@@ -117,7 +117,7 @@ struct WindowLoopOptions {
   std::string family;
   /// Fail-slow detection over the gathered records (fail_slow.h). A rank reported fail-slow logs
   /// it (outside `hetrun run`) or leaves its report in $HETRUN_RUN_DIR/fail_slow/rank_<RANK>
-  /// for the launcher (--fail-slow, docs/ARCHITECTURE.md §5.9).
+  /// for the launcher (--fail-slow, docs/ARCHITECTURE.md §5.10).
   FailSlowOptions fail_slow;
 };
 
