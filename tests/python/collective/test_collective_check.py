@@ -7,8 +7,6 @@ processes per test."""
 import json
 import os
 import pathlib
-import random
-import socket
 import subprocess
 import sys
 import time
@@ -20,17 +18,10 @@ WORKER = str(HERE / "allreduce_worker.py")
 H100, A100 = "H100-SXM5-80GB:9.0:81090", "A100-SXM4-80GB:8.0:81049"
 GENEROUS = "300s"  # a loaded machine imports torch slowly; the tests never assert speed
 
+sys.path.insert(0, str(HERE.parent))
+from conftest import free_port  # noqa: E402
 
-def free_port() -> int:
-    for _ in range(64):
-        port = random.randint(20000, 32767)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port")
+
 
 
 def env_for(tmp_path, **more):

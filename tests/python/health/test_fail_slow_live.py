@@ -6,8 +6,6 @@ ends it with 83 naming the node and the GPU in the termination log."""
 import json
 import os
 import pathlib
-import random
-import socket
 import subprocess
 import sys
 
@@ -18,17 +16,10 @@ H100, A100 = "H100-SXM5-80GB:9.0:81090", "A100-SXM4-80GB:8.0:81049"
 SLOWDOWN = "ampere=3,hopper=1,rank1=2@step40"
 CHANGE_STEP = 40
 
+sys.path.insert(0, str(HERE.parent))
+from conftest import free_port  # noqa: E402
 
-def free_port() -> int:
-    for _ in range(64):
-        port = random.randint(20000, 32767)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port")
+
 
 
 def run(tmp_path, policy):
