@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import random
+import sys
 
 import torch
 import torch.distributed as dist
@@ -189,4 +191,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    # Out without the interpreter's finalization: under torch 2.11 with Gloo a worker thread of
+    # the process group can still be freeing the last all-reduce's tensors while Python
+    # finalizes, and the process then aborts (SIGABRT) after a finished run
+    # (docs/how-to/fsdp2.md, "Limits"). Everything is written and flushed here.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

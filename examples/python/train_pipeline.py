@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
+import sys
 import time
 
 import torch
@@ -200,4 +202,15 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+        code = 0
+    except SystemExit as done:  # hetrun.pipelining.ReplanRequested: 82 after the checkpoint
+        code = done.code if isinstance(done.code, int) else 1
+    # Out without the interpreter's finalization: under torch 2.11 with Gloo a worker thread of
+    # the process group can still be freeing the last collective's tensors while Python
+    # finalizes, and the process then aborts (SIGABRT) after a finished run
+    # (docs/how-to/fsdp2.md, "Limits"). Everything is written and flushed here.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
