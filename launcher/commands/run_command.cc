@@ -719,6 +719,14 @@ std::optional<pipeline::JobLayout> AttemptLayout(const RunPlan& plan, int restar
   return std::move(*current);
 }
 
+/// Where the hosted stores find the workers' torch (the plugin's libtorch): `python`'s.
+TorchDirLookup TorchDirOf(const std::string& python) {
+  return [python]() -> Result<std::filesystem::path> {
+    HETRUN_ASSIGN_OR_RETURN(std::string dir, FindTorchPackageDir(python));
+    return std::filesystem::path(dir);
+  };
+}
+
 /// What the attempt barrier compares across nodes: the split and revision to read, and a digest
 /// of the whole layout text (replicas, shares and names differ too).
 std::string LayoutDescription(const std::optional<pipeline::JobLayout>& layout) {
@@ -767,14 +775,9 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
   env_options.signals_to_handle = plan.signals_to_handle;
   env_options.inventory = plan.inventory ? &*plan.inventory : nullptr;
   env_options.nvml_families = plan.nvml_families;
-  const std::string python = plan.preflight.python;
-  auto stores = std::make_shared<AttemptStores>(
-      plan.topology.master_addr.value,
-      [python]() -> Result<std::filesystem::path> {
-        HETRUN_ASSIGN_OR_RETURN(std::string dir, FindTorchPackageDir(python));
-        return std::filesystem::path(dir);
-      },
-      spdlog::should_log(spdlog::level::debug));
+  auto stores = std::make_shared<AttemptStores>(plan.topology.master_addr.value,
+                                                TorchDirOf(plan.preflight.python),
+                                                spdlog::should_log(spdlog::level::debug));
   return [&plan, &preflight, &env, env_options, stores](
              int restart_count, bool replan) -> Result<std::vector<WorkerSpec>> {
     // Multi-node: every node stops and starts each attempt together (job-wide restarts), so
@@ -1065,13 +1068,8 @@ Result<std::unique_ptr<OneNodeStore>> HoldOneNodeStore(const RunPlan& plan, Stor
 /// Right before the workers start: the store's libtorch part comes up beside them (or, without
 /// the plugin, the port is released for rank 0); a store that fails to come up stops them.
 void StartOneNodeStore(OneNodeStore& store, RunPlan& plan) {
-  const std::string python = plan.preflight.python;
-  plan.agent_store = store.Start(
-      [&python]() -> Result<std::filesystem::path> {
-        HETRUN_ASSIGN_OR_RETURN(std::string dir, FindTorchPackageDir(python));
-        return std::filesystem::path(dir);
-      },
-      spdlog::should_log(spdlog::level::debug));
+  plan.agent_store =
+      store.Start(TorchDirOf(plan.preflight.python), spdlog::should_log(spdlog::level::debug));
   if (plan.agent_store) plan.supervision.on_signals_ready = [&store] { store.Arm(); };
 }
 

@@ -163,6 +163,7 @@ class Supervisor {
   Result<bool> Turn();
   Status PollOnce();
   void StopForJobRestart();
+  void StopStuckWorkers(const WorkerFailure& failure);
   Status HandleSignals();
   void HandleSignal(int signal);
   void Reap();
@@ -767,10 +768,7 @@ void Supervisor::CheckHeartbeats() {
     failure.exit_code = kExitTransient;
     failure.silence = silence;
     failure.hang_timeout = options_.hang_timeout;
-    spdlog::error("{}; stopping every worker", FailureSummary(failure));
-    failure_ = failure;
-    BeginShutdown(SIGTERM);
-    SignalGroups(SIGCONT, false);  // a stopped worker must run to act on SIGTERM
+    StopStuckWorkers(failure);
     return;
   }
 }
@@ -819,6 +817,11 @@ void Supervisor::CheckAttemptDeadline() {
   failure.kind = WorkerFailure::Kind::kDeadline;
   failure.exit_code = kExitTransient;
   failure.hang_timeout = options_.attempt_deadline;
+  StopStuckWorkers(failure);
+}
+
+// A hang or a deadline: every worker is stopped, stopped (SIGSTOP'd) ones too.
+void Supervisor::StopStuckWorkers(const WorkerFailure& failure) {
   spdlog::error("{}; stopping every worker", FailureSummary(failure));
   failure_ = failure;
   BeginShutdown(SIGTERM);
