@@ -2,18 +2,14 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <climits>
-#include <filesystem>
-#include <mutex>
 #include <random>
 #include <set>
-#include <thread>
 
 #include "commands/setting.h"
 #include "hetrun/arch/image_check.h"
@@ -22,10 +18,9 @@
 #include "hetrun/base/version.h"
 #include "hetrun/memory/alloc_conf.h"
 #include "preflight/gpu_probe.h"
+#include "preflight/open_rendezvous.h"
 #include "preflight/stage_env.h"
 #include "preflight/torch_location.h"
-#include "rendezvous/listen_socket.h"
-#include "supervise/signal_set.h"
 
 #ifndef HETRUN_TORCH_VERSION
 #define HETRUN_TORCH_VERSION ""
@@ -67,24 +62,6 @@ std::string InstanceId(const std::string& host) {
   std::random_device random;
   return fmt::format("{}:{}:{:08x}", host, getpid(), random());
 }
-
-// Threads started while this lives (the TCPStore server's, the heartbeat) inherit a mask that
-// blocks every signal: process-directed signals then reach the main thread, whose supervisor
-// reads them from a signalfd, instead of killing hetrun through a thread's default action.
-class SignalsBlockedForNewThreads {
- public:
-  SignalsBlockedForNewThreads() {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old_);
-  }
-  ~SignalsBlockedForNewThreads() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-  SignalsBlockedForNewThreads(const SignalsBlockedForNewThreads&) = delete;
-  SignalsBlockedForNewThreads& operator=(const SignalsBlockedForNewThreads&) = delete;
-
- private:
-  sigset_t old_;
-};
 
 // ---- kernel images ----
 
@@ -375,98 +352,6 @@ Result<NodeRecord> DescribeNode(PreflightResult& result, const Topology& topolog
   mine.layout_state_path = options.layout_state_path;
   mine.layout_state = options.layout_state;
   return mine;
-}
-
-// Opens the store connection (node 0: hosts the server on the job's address) on a helper thread
-// while this one watches the deadline and the signals: libtorch's connect retries for as long as
-// it is told and cannot be interrupted.
-Result<std::unique_ptr<Store>> ConnectInterruptibly(const StoreEndpoint& endpoint,
-                                                    const RendezvousLibrary& library,
-                                                    const RendezvousOptions& rdzv) {
-  struct Attempt {
-    std::mutex mutex;
-    std::optional<Result<std::unique_ptr<Store>>> result;
-  };
-  auto attempt = std::make_shared<Attempt>();
-  {
-    SignalsBlockedForNewThreads blocked;  // the store's own threads inherit the mask too
-    std::thread([attempt, endpoint, library] {
-      Result<std::unique_ptr<Store>> store = OpenTcpStore(endpoint, library);
-      std::lock_guard<std::mutex> lock(attempt->mutex);
-      attempt->result = std::move(store);
-    }).detach();
-  }
-  const auto deadline =
-      std::chrono::steady_clock::now() + endpoint.connect_timeout + std::chrono::seconds(5);
-  while (true) {
-    {
-      std::lock_guard<std::mutex> lock(attempt->mutex);
-      if (attempt->result) return std::move(*attempt->result);
-    }
-    if (int signal = rdzv.interrupted ? rdzv.interrupted() : 0; signal != 0) {
-      NoteAbandonedThread();  // the connect (perhaps still inside dlopen) is left behind
-      return UnavailableError("node " + std::to_string(rdzv.node_rank) + " received " +
-                              SignalName(signal) + " while connecting to the rendezvous store at " +
-                              rdzv.endpoint);
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      NoteAbandonedThread();
-      return DeadlineExceededError("connecting to the rendezvous store at " + rdzv.endpoint +
-                                   " did not finish within " +
-                                   FormatDuration(endpoint.connect_timeout));
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-}
-
-Result<std::unique_ptr<JobRendezvous>> OpenRendezvous(const Topology& topology,
-                                                      const PreflightOptions& options,
-                                                      const Environment& env) {
-  const Membership membership = MembershipOf(topology);
-  RendezvousOptions rdzv;
-  rdzv.nnodes = membership.members;
-  rdzv.node_rank = membership.member;
-  rdzv.endpoint = topology.master_addr.value + ":" + std::to_string(topology.master_port.value);
-  rdzv.timeout = options.rdzv_timeout;
-  rdzv.peer_timeout = options.peer_timeout;
-  rdzv.heartbeat_interval =
-      std::min<milliseconds>(std::chrono::seconds(1), options.peer_timeout / 4);
-  rdzv.sigterm_on_peer_failure = true;
-  rdzv.interrupted = options.interrupted;
-  HETRUN_ASSIGN_OR_RETURN(JobSecretSource secret, JobSecret(env));
-  // The incarnation (Volcano's job version, JobSet's restart attempt, from the downward API)
-  // complements node 0's nonce: a Job made again under the same name starts at 0 again.
-  std::string job_id = options.job_id;
-  for (const char* name : {"HETRUN_INCARNATION", "HETRUN_JOBSET_RESTART_ATTEMPT"}) {
-    std::optional<std::string> incarnation = env.Get(name);
-    if (!incarnation || incarnation->empty()) continue;
-    job_id += "\nincarnation " + *incarnation;
-    break;
-  }
-  rdzv.auth = RecordAuth(secret.secret, job_id, secret.source);
-  // The plugin and its torch are checked first: a wrong torch exits 78 before any port is bound.
-  HETRUN_ASSIGN_OR_RETURN(
-      RendezvousLibrary library, FindRendezvousLibrary([&]() -> Result<std::filesystem::path> {
-        HETRUN_ASSIGN_OR_RETURN(std::string dir, FindTorchPackageDir(options.python));
-        return std::filesystem::path(dir);
-      }));
-  StoreEndpoint endpoint{topology.master_addr.value, topology.master_port.value,
-                         membership.member == 0, options.rdzv_timeout};
-  endpoint.library_warnings = spdlog::should_log(spdlog::level::debug);
-  if (endpoint.is_server) {
-    HETRUN_ASSIGN_OR_RETURN(endpoint.listen_fd, ListenOnJobAddress(endpoint.host, endpoint.port));
-  }
-  Result<std::unique_ptr<Store>> store = ConnectInterruptibly(endpoint, library, rdzv);
-  if (!store.ok()) {
-    if (store.status().code() == StatusCode::kDeadlineExceeded) {
-      return DeadlineExceededError(
-          "rendezvous: could not reach the store of node 0 at " + rdzv.endpoint + " within " +
-          FormatDuration(options.rdzv_timeout) +
-          " (node ranks joined: unknown; node 0 missing): " + store.status().message());
-    }
-    return store.status();
-  }
-  return std::make_unique<JobRendezvous>(std::move(*store), std::move(rdzv));
 }
 
 }  // namespace

@@ -284,7 +284,7 @@ for w in range(3):
 
 
 def test_measurement_logs_are_gathered_by_hetrun_run_and_replanned(tmp_path):
-    # The plan of tests/integration/run_measurements_test.cc, the same figures: rank 0 (stage 0,
+    # The plan of tests/integration/run/run_measurements_test.cc, the same figures: rank 0 (stage 0,
     # 2 layers) 3 ms, rank 1 (stage 1, 1 layer) 6 ms per micro-batch.
     assert os.access(HETRUN, os.X_OK), f"no hetrun binary at {HETRUN} (set HETRUN_BIN)"
     plan = tmp_path / "plan.json"
