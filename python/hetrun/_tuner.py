@@ -2,7 +2,8 @@
 exact gradients (docs/ARCHITECTURE.md §5.2, §5.3, §5.8). Windows, warm-up, cost model and solver
 are the C++ core's (hetrun._core.WindowLoop); this file scales the losses, plans micro-batches and
 exchanges the records. Where a rank's compute ends and its waiting begins is the engine's
-(hetrun._engine: no model, _ddp: DistributedDataParallel, _fsdp: FSDP2's fully_shard)."""
+(hetrun.engines: plain: no model, ddp: DistributedDataParallel, fsdp: FSDP2's fully_shard);
+engine_for here picks one, so no engine imports another."""
 
 from __future__ import annotations
 
@@ -16,15 +17,32 @@ import torch.distributed as dist
 
 from hetrun import _core
 from hetrun._checks import positive_int as _positive_int
-from hetrun._engine import engine_for
 from hetrun._memory import Memory
 from hetrun._report import WindowReport, build_report
+from hetrun.engines.base import Engine
+from hetrun.engines.ddp import DdpEngine
+from hetrun.engines.fsdp import FsdpEngine, is_fsdp1, is_fsdp2
+from hetrun.engines.plain import PlainEngine
 
 _EXTRA = "<qqqq"  # after the core's record: next unproduced step, micro-batch size, count, fixed
 
 _REDUCTIONS = ("mean", "sum")
 
 
+def engine_for(model, group) -> Engine:
+    """The engine for Tuner(model=...): ValueError names what was given when it is none."""
+    if model is None:
+        return PlainEngine(group)
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        return DdpEngine(model, group)
+    if is_fsdp1(model):
+        raise ValueError("hetrun.Tuner: model= is an FSDP1 FullyShardedDataParallel module; the "
+                         "tuner supports FSDP2 (torch.distributed.fsdp.fully_shard) and "
+                         "DistributedDataParallel")
+    if is_fsdp2(model):
+        return FsdpEngine(model, group)
+    raise ValueError(f"hetrun.Tuner: model= must be a DistributedDataParallel module or the "
+                     f"module fully_shard returned (an FSDPModule), got {type(model).__name__}")
 
 
 class _Step:
@@ -52,7 +70,7 @@ class Tuner:
       marks this rank's last gradient bucket as the end of its compute region, then all-reduces
       like DDP's default hook, dividing by the group size for reduction="mean"), or the root
       module fully_shard returned (FSDP2, HSDP included: every unit's compute is timed between
-      FSDP's hooks, see hetrun/_fsdp.py). Without model, the step() block must end before any
+      FSDP's hooks, see hetrun/engines/fsdp.py). Without model, the step() block must end before any
       collective (users who all-reduce themselves).
     warmup: steps no fit sees. min_share / max_share: bounds of every rank's share.
     group: the process group (default WORLD; with model=, model.process_group or the FSDP

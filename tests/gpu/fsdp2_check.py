@@ -1,7 +1,8 @@
 """tests/gpu/run.sh step fsdp2: hetrun.Tuner under FSDP2 on one GPU (NCCL, world size 1).
 
-Checks what the CPU tests cannot: the CUDA-event intervals (hetrun/_fsdp.py's CudaIntervalClock)
-and MixedPrecisionPolicy. Prints key=value figures; exits 1 naming the first failed check.
+Checks what the CPU tests cannot: the CUDA-event intervals (hetrun/engines/fsdp.py's
+CudaIntervalClock) and MixedPrecisionPolicy. Prints key=value figures; exits 1 naming the first
+failed check.
   1. exact: fp32, per-layer fully_shard + root, 3 steps with accumulation (micro_batches), the
      parameters against the same model in one plain process (float32, 1e-5 relative);
   2. waits excluded: a GPU sleep of ~20 ms injected into every unit's pre-forward (FSDP's hook,

@@ -2,7 +2,7 @@
 
 The timeline test wraps FSDP2's private parameter-group methods and final backward callback
 (torch 2.11) and checks that the clock is paused whenever one runs: the public module and tensor
-hooks hetrun/_fsdp.py registers bracket them. The balance tests run 2 + 1 emulated ranks (the
+hooks hetrun/engines/fsdp.py registers bracket them. The balance tests run 2 + 1 emulated ranks (the
 third 3x slower through HETRUN_EMULATE_SLOWDOWN, which stretches compute intervals only)."""
 
 import pathlib
@@ -27,7 +27,7 @@ def test_clock_is_paused_inside_every_fsdp_hook(workers):
 
 
 def test_uniform_shares_measure_the_slow_rank_slow(workers):
-    # The bug FSDP2 had without hetrun/_fsdp.py: every rank's timed region held its waits, so
+    # The bug FSDP2 had without hetrun/engines/fsdp.py: every rank's timed region held its waits, so
     # all ranks looked alike. Compute-only, the fast ranks measure well under the slow one.
     results = workers("balance", 3, SLOW, args=("uniform",), script=WORKERS)
     assert [r["slowdown"] for r in results] == [1.0, 1.0, 3.0]

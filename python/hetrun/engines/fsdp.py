@@ -22,8 +22,8 @@ import torch
 import torch.distributed as dist
 from torch.autograd import Variable
 
-from hetrun._engine import Engine, optional_group_ranks
 from hetrun._timing import CpuIntervalClock, CudaIntervalClock
+from hetrun.engines.base import Engine, optional_group_ranks
 
 
 def _fsdp_module_class():

@@ -10,8 +10,8 @@ from typing import List, Optional, Tuple
 import torch
 import torch.distributed as dist
 
-from hetrun._engine import Engine
 from hetrun._timing import CpuStepClock, CudaStepClock
+from hetrun.engines.base import Engine
 
 
 class DdpEngine(Engine):
