@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -19,13 +18,16 @@
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
 #include "hetrun/base/units.h"
-#include "hetrun/tuner/rank_metrics.h"
 #include "supervise/child_process.h"
-#include "supervise/console_sink.h"
-#include "supervise/output_tee.h"
+#include "supervise/output/console_sink.h"
+#include "supervise/output/output_tee.h"
 #include "supervise/private_dir.h"
 #include "supervise/signal_set.h"
 #include "supervise/unique_fd.h"
+#include "supervise/watchers/attempt_deadline.h"
+#include "supervise/watchers/fail_slow_watcher.h"
+#include "supervise/watchers/heartbeat_watcher.h"
+#include "supervise/watchers/replan_wait.h"
 #include "supervise/worker_error_file.h"
 
 namespace hetrun::launcher {
@@ -45,30 +47,6 @@ constexpr size_t kMaxReadBytesPerTurn = 256 * 1024;
 /// At the end of supervision, how long a console that is behind gets to take what is queued.
 constexpr int kFinalFlushMs = 500;
 
-/// What a heartbeat file looked like when last seen; a change is a beat.
-struct BeatMark {
-  bool exists = false;
-  timespec mtime{};
-  timespec ctime{};
-  off_t size = 0;
-  bool operator==(const BeatMark& o) const {
-    return exists == o.exists && mtime.tv_sec == o.mtime.tv_sec &&
-           mtime.tv_nsec == o.mtime.tv_nsec && ctime.tv_sec == o.ctime.tv_sec &&
-           ctime.tv_nsec == o.ctime.tv_nsec && size == o.size;
-  }
-};
-
-BeatMark MarkOf(const std::string& path) {
-  BeatMark mark;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return mark;
-  mark.exists = true;
-  mark.mtime = st.st_mtim;
-  mark.ctime = st.st_ctim;
-  mark.size = st.st_size;
-  return mark;
-}
-
 struct Worker {
   WorkerSpec spec;
   pid_t pid = -1;  ///< also its process group id; -1 when it never started
@@ -80,24 +58,8 @@ struct Worker {
   UniqueFd stream_logs[2];  ///< torchrun-layout stdout.log / stderr.log (--tee, --redirects)
   std::unique_ptr<OutputTee> out;
   std::unique_ptr<OutputTee> err;
-  std::string heartbeat;
-  BeatMark beat_mark;
-  Clock::time_point last_beat;  ///< monotonic: when hetrun last saw the file change
-  std::string error_file;       ///< TORCHELASTIC_ERROR_FILE
-  std::string fail_slow_file;   ///< the tuner's fail-slow report (FailSlowReportPath)
-  bool fail_slow_seen = false;  ///< reported already this attempt
+  std::string error_file;  ///< TORCHELASTIC_ERROR_FILE
 };
-
-/// The first line of a fail-slow report (never through a symlink; at most 1 KiB); "" when absent.
-std::string ReadFailSlowReport(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!fd.valid()) return "";
-  char buffer[1024];
-  ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
-  if (n <= 0) return "";
-  std::string text(buffer, static_cast<size_t>(n));
-  return text.substr(0, text.find('\n'));
-}
 
 /// The pids of this process's direct children (orphans re-parented to a subreaper included).
 /// Best effort: empty when /proc does not expose the list.
@@ -125,17 +87,6 @@ std::string LogName(int rank, int restart_count) {
                                   std::to_string(restart_count) + ".log";
 }
 
-/// Creates (or truncates) `file` and sets its times to now: the start of a worker's clock.
-Status ResetHeartbeat(const std::string& file) {
-  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("open", file, errno).WithContext("heartbeat file");
-  ::close(fd);
-  if (::utimensat(AT_FDCWD, file.c_str(), nullptr, 0) != 0) {
-    return ErrnoError("utimensat", file, errno).WithContext("heartbeat file");
-  }
-  return Status::Ok();
-}
-
 /// The consoles every worker's output goes to, shared across attempts.
 struct Consoles {
   ConsoleSink out;
@@ -146,7 +97,11 @@ struct Consoles {
 class Supervisor {
  public:
   Supervisor(const SupervisorOptions& options, SignalSet& signals, bool reaper, Consoles& consoles)
-      : options_(options), signals_(signals), reaper_(reaper), consoles_(consoles) {}
+      : options_(options),
+        signals_(signals),
+        reaper_(reaper),
+        consoles_(consoles),
+        replan_(options.grace_period, options.checkpoint_dir) {}
 
   /// A shutdown signal that arrived between attempts (0 = none).
   Result<int> PendingShutdownSignal();
@@ -155,29 +110,24 @@ class Supervisor {
   Result<std::optional<WorkerFailure>> RunAttempt(std::vector<WorkerSpec> specs, int restart_count);
 
  private:
+  void ArmWatchers();
   Status StartWorkers(int restart_count);
-  Status Spawn(Worker& worker, int restart_count);
+  Status Spawn(size_t index, int restart_count);
   Status PrepareOutput(Worker& worker, int restart_count);
-  Status PrepareRunFiles(Worker& worker, int restart_count,
-                         std::map<std::string, std::string>& env);
+  Status PrepareRunFiles(size_t index, int restart_count, std::map<std::string, std::string>& env);
   Result<bool> Turn();
   Status PollOnce();
   void StopForJobRestart();
-  void StopStuckWorkers(const WorkerFailure& failure);
   Status HandleSignals();
   void HandleSignal(int signal);
   void Reap();
   void OnWorkerExit(Worker& worker, int wait_status);
   bool WaitForReplan(const WorkerFailure& failure);
-  void FinishReplan();
-  void CheckReplanDeadline(Clock::time_point now);
   void BeginShutdown(int signal);
   void SignalGroups(int signal, bool include_strays);
   void SweepStrays();
   bool CheckDeadlines();
-  void CheckHeartbeats();
-  void CheckFailSlow();
-  void CheckAttemptDeadline();
+  void CheckWatchers();
   void ReadPipe(UniqueFd& pipe, OutputTee& tee, bool until_eof);
   std::optional<WorkerFailure> EndAttempt();
   void ReportLostOutput();
@@ -194,9 +144,12 @@ class Supervisor {
   std::vector<Worker> workers_;
   std::optional<WorkerFailure> failure_;
   std::optional<WorkerFailure> last_failure_;  ///< the last non-zero worker exit (for status)
-  std::optional<WorkerFailure> replan_;        ///< --replan-restart: the first worker's 82
-  std::optional<int> succeeded_rank_;          ///< a worker that exited 0 (no re-plan then)
-  Clock::time_point replan_deadline_;          ///< the others' last moment to exit 82
+  // The periodic concerns (supervise/watchers/), asked in this order every turn not stopping.
+  ReplanWait replan_;                           ///< --replan-restart's wait for every 82
+  std::optional<HeartbeatWatcher> heartbeats_;  ///< --hang-timeout
+  std::optional<FailSlowWatcher> fail_slow_;    ///< the tuner's fail-slow reports
+  std::optional<AttemptDeadline> attempt_deadline_;
+  std::vector<Watcher*> watchers_;
   int restarts_done_ = 0;
   int received_signal_ = 0;  ///< the first shutdown signal hetrun handled, if any
   bool shutdown_ = false;    ///< SIGTERM (or the received signal) sent; deadline armed
@@ -207,9 +160,6 @@ class Supervisor {
   std::set<pid_t> swept_kill_;  ///< strays sent SIGKILL by the sweep
   Clock::time_point deadline_;
   Clock::time_point killed_at_;
-  Clock::time_point next_heartbeat_check_;
-  Clock::time_point next_fail_slow_check_;
-  Clock::time_point attempt_end_;  ///< with attempt_deadline: when the attempt must be over
 };
 
 Result<int> Supervisor::PendingShutdownSignal() {
@@ -263,21 +213,18 @@ Status Supervisor::PrepareOutput(Worker& worker, int restart_count) {
   return Status::Ok();
 }
 
-// The worker's files in the run folder: its heartbeat file (with --hang-timeout) and its
-// TORCHELASTIC_ERROR_FILE (attempt_<n>/rank_<r>/error.json, absent until the worker writes it).
-Status Supervisor::PrepareRunFiles(Worker& worker, int restart_count,
+// The worker's files in the run folder: its heartbeat file (with --hang-timeout), its
+// TORCHELASTIC_ERROR_FILE (attempt_<n>/rank_<r>/error.json, absent until the worker writes it)
+// and no fail-slow report of an attempt before.
+Status Supervisor::PrepareRunFiles(size_t index, int restart_count,
                                    std::map<std::string, std::string>& env) {
+  Worker& worker = workers_[index];
   env["HETRUN_RUN_DIR"] = options_.run_dir;
   env.erase("HETRUN_HEARTBEAT");
-  if (options_.hang_timeout.count() > 0) {
-    std::string dir = options_.run_dir + "/heartbeat";
-    std::error_code error;
-    std::filesystem::create_directories(dir, error);
-    if (error) return ErrnoError("mkdir", dir, error.value()).WithContext("run folder");
-    worker.heartbeat = dir + "/rank_" + std::to_string(worker.spec.local_rank);
-    HETRUN_RETURN_IF_ERROR(ResetHeartbeat(worker.heartbeat));
-    worker.beat_mark = MarkOf(worker.heartbeat);
-    env["HETRUN_HEARTBEAT"] = worker.heartbeat;
+  if (heartbeats_) {
+    HETRUN_ASSIGN_OR_RETURN(std::string heartbeat,
+                            heartbeats_->Arm(index, worker.spec.local_rank, Clock::now()));
+    env["HETRUN_HEARTBEAT"] = heartbeat;
   }
   std::string dir = options_.run_dir + "/attempt_" + std::to_string(restart_count) + "/rank_" +
                     std::to_string(worker.spec.rank);
@@ -287,12 +234,12 @@ Status Supervisor::PrepareRunFiles(Worker& worker, int restart_count,
   worker.error_file = dir + "/error.json";
   std::filesystem::remove(worker.error_file, error);
   env["TORCHELASTIC_ERROR_FILE"] = worker.error_file;
-  worker.fail_slow_file = tuner::FailSlowReportPath(options_.run_dir, worker.spec.rank);
-  std::filesystem::remove(worker.fail_slow_file, error);  // an attempt starts healthy
+  fail_slow_->Arm(index, worker.spec.rank);
   return Status::Ok();
 }
 
-Status Supervisor::Spawn(Worker& worker, int restart_count) {
+Status Supervisor::Spawn(size_t index, int restart_count) {
+  Worker& worker = workers_[index];
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return ErrnoError("pipe2", "worker stdout", errno);
   worker.out_pipe = UniqueFd(out[0]);
@@ -305,8 +252,7 @@ Status Supervisor::Spawn(Worker& worker, int restart_count) {
   }
   HETRUN_RETURN_IF_ERROR(PrepareOutput(worker, restart_count));
   SpawnSpec spec{options_.command, worker.spec.env, out[1], err[1], worker.spec.cpus};
-  HETRUN_RETURN_IF_ERROR(PrepareRunFiles(worker, restart_count, spec.env));
-  worker.last_beat = Clock::now();
+  HETRUN_RETURN_IF_ERROR(PrepareRunFiles(index, restart_count, spec.env));
   HETRUN_ASSIGN_OR_RETURN(worker.pid, SpawnProcess(spec));
   worker.running = true;
   spdlog::debug("started rank {} (local rank {}) as pid {}", worker.spec.rank,
@@ -315,8 +261,9 @@ Status Supervisor::Spawn(Worker& worker, int restart_count) {
 }
 
 Status Supervisor::StartWorkers(int restart_count) {
-  for (Worker& worker : workers_) {
-    Status started = Spawn(worker, restart_count);
+  for (size_t index = 0; index < workers_.size(); ++index) {
+    Worker& worker = workers_[index];
+    Status started = Spawn(index, restart_count);
     if (started.ok()) continue;
     int code = ExitCodeForSpawnError(started);
     if (code == kExitInternal) {
@@ -346,13 +293,28 @@ Result<std::optional<WorkerFailure>> Supervisor::RunAttempt(std::vector<WorkerSp
   workers_.clear();
   workers_.resize(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) workers_[i].spec = std::move(specs[i]);
-  attempt_end_ = Clock::now() + options_.attempt_deadline;
+  ArmWatchers();
   HETRUN_RETURN_IF_ERROR(StartWorkers(restart_count));
   while (true) {
     HETRUN_ASSIGN_OR_RETURN(bool more, Turn());
     if (!more) break;
   }
   return EndAttempt();
+}
+
+// The attempt's watchers, in the order the loop asks them (the deadline counts from now).
+void Supervisor::ArmWatchers() {
+  watchers_ = {&replan_};
+  if (options_.hang_timeout.count() > 0) {
+    watchers_.push_back(
+        &heartbeats_.emplace(options_.run_dir, options_.hang_timeout, workers_.size()));
+  }
+  FailSlowWatch fail_slow{options_.run_dir, options_.fail_slow_exit, options_.node_rank,
+                          options_.gpu_names};
+  watchers_.push_back(&fail_slow_.emplace(std::move(fail_slow), workers_.size()));
+  if (options_.attempt_deadline.count() > 0) {
+    watchers_.push_back(&attempt_deadline_.emplace(Clock::now(), options_.attempt_deadline));
+  }
 }
 
 // One turn of the loop: false when the attempt is over.
@@ -373,9 +335,7 @@ Result<bool> Supervisor::Turn() {
   Reap();
   if (!CheckDeadlines()) return false;
   if (shutdown_ || cleanup_) SweepStrays();
-  CheckHeartbeats();
-  CheckFailSlow();
-  CheckAttemptDeadline();
+  CheckWatchers();
   PublishStatus();
   return true;
 }
@@ -385,11 +345,9 @@ void Supervisor::PublishStatus() {
   SupervisionStatus& status = *options_.status;
   status.workers.clear();
   Clock::time_point now = Clock::now();
-  for (const Worker& worker : workers_) {
-    double since = -1;
-    if (!worker.heartbeat.empty()) {
-      since = std::chrono::duration<double>(now - worker.last_beat).count();
-    }
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const Worker& worker = workers_[i];
+    double since = heartbeats_ ? heartbeats_->SecondsSinceBeat(i, now) : -1;
     status.workers.push_back({worker.spec.rank, worker.spec.local_rank, worker.running, since});
   }
   status.restarts = restarts_done_;
@@ -408,7 +366,7 @@ Status Supervisor::PollOnce() {
   // out of the poll set.
   // During a re-plan wait it is left out too: the workers are saving their checkpoint and
   // exiting 82 (another node that already restarted for its re-plan must not stop them).
-  const bool watch_restart = options_.restart_fd >= 0 && !shutdown_ && !cleanup_ && !replan_;
+  const bool watch_restart = options_.restart_fd >= 0 && !shutdown_ && !cleanup_ && !replan_.open();
   fds.push_back({watch_restart ? options_.restart_fd : -1, POLLIN, 0});
   std::vector<std::pair<UniqueFd*, OutputTee*>> pipes;
   for (Worker& worker : workers_) {
@@ -461,14 +419,11 @@ void Supervisor::StopForJobRestart() {
   failure.rank = -1;
   failure.exit_code = kExitTransient;
   failure.detail = options_.restart_reason ? options_.restart_reason() : "job-wide restart";
-  if (options_.replan_restart && !replan_ && options_.restart_is_replan &&
+  if (options_.replan_restart && !replan_.open() && options_.restart_is_replan &&
       options_.restart_is_replan()) {
     // Another node's workers exited 82 first: this node's are finishing the same checkpoint.
-    replan_ = failure;
-    replan_deadline_ = Clock::now() + options_.grace_period;
-    spdlog::info("{}: waiting up to {} for every local worker to exit 82", failure.detail,
-                 FormatDuration(options_.grace_period));
-    if (!AnyRunning()) FinishReplan();
+    replan_.OnJobReplan(failure, Clock::now());
+    if (!AnyRunning()) failure_ = replan_.Finish();
     return;
   }
   spdlog::warn("{}; stopping every worker", FailureSummary(failure));
@@ -479,7 +434,6 @@ void Supervisor::StopForJobRestart() {
 // SIGKILL at the grace deadline; false once processes survived SIGKILL too long.
 bool Supervisor::CheckDeadlines() {
   Clock::time_point now = Clock::now();
-  CheckReplanDeadline(now);
   if ((shutdown_ || cleanup_) && !killed_ && now >= deadline_) {
     if (AnyRunning()) {
       spdlog::warn("grace period of {} over: sending SIGKILL to what still runs",
@@ -659,7 +613,6 @@ void Supervisor::OnWorkerExit(Worker& worker, int wait_status) {
   if (options_.replan_restart && !shutdown_ && WaitForReplan(failure)) return;
   if (failure.exit_code == 0) {
     spdlog::debug("rank {} exited with code 0", worker.spec.rank);
-    if (!succeeded_rank_) succeeded_rank_ = failure.rank;
     return;
   }
   last_failure_ = failure;
@@ -672,160 +625,45 @@ void Supervisor::OnWorkerExit(Worker& worker, int wait_status) {
   BeginShutdown(SIGTERM);
 }
 
-// --replan-restart: a worker's 82 opens a wait of up to the grace period for every local worker
-// to exit 82 (nothing is signalled meanwhile). True when `failure` is part of that: an 82, or a
-// 0 during the wait (an ordinary failure then: a worker that finished cannot resume). Any other
-// code falls through to the ordinary failure path; so does an 82 after a worker exited 0.
+// --replan-restart (supervise/watchers/replan_wait.h): true when `failure` is part of the
+// re-plan wait; once no worker runs any more the wait is decided.
 bool Supervisor::WaitForReplan(const WorkerFailure& failure) {
-  const bool replan =
-      failure.kind == WorkerFailure::Kind::kExited && failure.exit_code == kExitReplanRequested;
-  if (replan && !replan_ && !succeeded_rank_) {
-    replan_ = failure;
-    replan_deadline_ = Clock::now() + options_.grace_period;
-    last_failure_ = failure;
-    spdlog::info(
-        "rank {} exited with code 82 (re-plan requested): waiting up to {} for every local "
-        "worker to exit 82",
-        failure.rank, FormatDuration(options_.grace_period));
-  } else if (replan && replan_) {
-    spdlog::debug("rank {} exited with code 82 (re-plan requested)", failure.rank);
-  } else if (failure.exit_code == 0 && replan_) {
-    failure_ = *replan_;
-    failure_->detail = "rank " + std::to_string(failure.rank) +
-                       " exited with code 0 instead of 82 (every worker must exit 82)";
-    spdlog::error("{}; stopping the other workers", FailureSummary(*failure_));
-    BeginShutdown(SIGTERM);
-    return true;
-  } else {
-    if (replan && succeeded_rank_) {
-      failure_ = failure;
-      failure_->detail = "rank " + std::to_string(*succeeded_rank_) +
-                         " exited with code 0 before (every worker must exit 82)";
-      spdlog::error("{}; stopping the other workers", FailureSummary(*failure_));
+  ReplanWait::ExitStep step = replan_.OnWorkerExit(failure, Clock::now());
+  switch (step.step) {
+    case ReplanWait::Step::kOrdinary:
+      return false;
+    case ReplanWait::Step::kBroken:
+      failure_ = step.broken;
       BeginShutdown(SIGTERM);
       return true;
-    }
-    return false;
+    case ReplanWait::Step::kOpened:
+      last_failure_ = failure;
+      break;
+    case ReplanWait::Step::kJoined:
+      break;
   }
-  if (!AnyRunning()) FinishReplan();
+  if (!AnyRunning()) failure_ = replan_.Finish();
   return true;
 }
 
-// Every local worker exited 82: a re-plan by restart when the checkpoint is complete (its DCP
-// `.metadata` exists), else an ordinary failure naming the folder.
-void Supervisor::FinishReplan() {
-  failure_ = *replan_;
-  const std::string metadata = options_.checkpoint_dir + "/.metadata";
-  struct stat info {};
-  if (!options_.checkpoint_dir.empty() && ::stat(metadata.c_str(), &info) != 0) {
-    failure_->detail = "every local worker exited 82, but the checkpoint " +
-                       options_.checkpoint_dir + " is not complete (no .metadata)";
-    spdlog::error("{}", FailureSummary(*failure_));
-    return;
-  }
-  failure_->replan_agreed = true;
-  spdlog::info("every local worker exited with code 82 (re-plan requested){}",
-               options_.checkpoint_dir.empty() ? "" : ", checkpoint " + metadata + " complete");
-}
-
-// The re-plan wait is over with a worker still running: an ordinary failure, the others stopped.
-void Supervisor::CheckReplanDeadline(Clock::time_point now) {
-  if (!replan_ || failure_ || shutdown_ || now < replan_deadline_) return;
-  failure_ = *replan_;
-  std::string running;
-  for (const Worker& worker : workers_) {
-    if (worker.running) running += (running.empty() ? "" : ", ") + std::to_string(worker.spec.rank);
-  }
-  failure_->detail = "rank(s) " + running + " did not exit within the grace period (" +
-                     FormatDuration(options_.grace_period) + ") after it";
-  spdlog::error("{}; stopping the other workers", FailureSummary(*failure_));
-  BeginShutdown(SIGTERM);
-}
-
-// Hang detection on the monotonic clock: a beat is any change of the heartbeat file (times or
-// size) since hetrun last looked; the silence is measured from when hetrun saw that change.
-// File times are only compared with themselves, never with the wall clock, so a worker's clock,
-// a wall-clock step or a file time in the future cannot hide a hang or fake one.
-void Supervisor::CheckHeartbeats() {
-  if (options_.hang_timeout.count() <= 0 || shutdown_ || cleanup_) return;
-  Clock::time_point now = Clock::now();
-  if (now < next_heartbeat_check_) return;
-  next_heartbeat_check_ = now + std::min(milliseconds(1000), options_.hang_timeout / 4);
-  for (Worker& worker : workers_) {
-    if (!worker.running) continue;
-    BeatMark mark = MarkOf(worker.heartbeat);
-    if (!(mark == worker.beat_mark)) {
-      worker.beat_mark = mark;
-      worker.last_beat = now;
-      continue;
-    }
-    auto silence = std::chrono::duration_cast<milliseconds>(now - worker.last_beat);
-    if (silence <= options_.hang_timeout) continue;
-    WorkerFailure failure;
-    failure.kind = WorkerFailure::Kind::kHang;
-    failure.rank = worker.spec.rank;
-    failure.local_rank = worker.spec.local_rank;
-    failure.exit_code = kExitTransient;
-    failure.silence = silence;
-    failure.hang_timeout = options_.hang_timeout;
-    StopStuckWorkers(failure);
-    return;
-  }
-}
-
-// Fail-slow reports (--fail-slow): once a second, each running worker's report file; a new one
-// is logged with the node and the GPU, and under --fail-slow exit stops the job with 83.
-void Supervisor::CheckFailSlow() {
+// Every watcher, while the attempt is not stopping; the first verdict stops every worker (a hang
+// or a deadline: stopped ones too).
+void Supervisor::CheckWatchers() {
   if (shutdown_ || cleanup_) return;
-  Clock::time_point now = Clock::now();
-  if (now < next_fail_slow_check_) return;
-  next_fail_slow_check_ = now + milliseconds(1000);
-  for (Worker& worker : workers_) {
-    if (!worker.running || worker.fail_slow_seen) continue;
-    std::string text = ReadFailSlowReport(worker.fail_slow_file);
-    if (text.empty()) continue;
-    worker.fail_slow_seen = true;
-    const size_t local = static_cast<size_t>(worker.spec.local_rank);
-    const std::string gpu = local < options_.gpu_names.size() && !options_.gpu_names[local].empty()
-                                ? options_.gpu_names[local]
-                                : "unknown";
-    WorkerFailure failure;
-    failure.kind = WorkerFailure::Kind::kFailSlow;
-    failure.rank = worker.spec.rank;
-    failure.local_rank = worker.spec.local_rank;
-    failure.exit_code = kExitFailSlow;
-    failure.detail =
-        fmt::format("on node {}, GPU {} {}", options_.node_rank, gpu, text.substr(0, 400));
-    if (!options_.fail_slow_exit) {
-      spdlog::warn("fail-slow: rank {} (local rank {}) {}; balancing on (--fail-slow warn)",
-                   failure.rank, failure.local_rank, failure.detail);
-      continue;
-    }
-    spdlog::error("{}", FailureSummary(failure));
-    failure_ = failure;
+  const Clock::time_point now = Clock::now();
+  std::vector<WatchedWorker> watched;
+  for (const Worker& worker : workers_) {
+    watched.push_back({worker.spec.rank, worker.spec.local_rank, worker.running});
+  }
+  for (Watcher* watcher : watchers_) {
+    std::optional<WatchVerdict> verdict = watcher->Check(now, watched);
+    if (!verdict) continue;
+    failure_ = verdict->failure;
     BeginShutdown(SIGTERM);
+    // A stopped worker must run to act on SIGTERM.
+    if (verdict->stuck) SignalGroups(SIGCONT, false);
     return;
   }
-}
-
-// --check-collectives' deadline (attempt_deadline): an attempt still running past it is stopped
-// like a hang, every worker at once, and ends with 75.
-void Supervisor::CheckAttemptDeadline() {
-  if (options_.attempt_deadline.count() <= 0 || shutdown_ || cleanup_) return;
-  if (Clock::now() < attempt_end_) return;
-  WorkerFailure failure;
-  failure.kind = WorkerFailure::Kind::kDeadline;
-  failure.exit_code = kExitTransient;
-  failure.hang_timeout = options_.attempt_deadline;
-  StopStuckWorkers(failure);
-}
-
-// A hang or a deadline: every worker is stopped, stopped (SIGSTOP'd) ones too.
-void Supervisor::StopStuckWorkers(const WorkerFailure& failure) {
-  spdlog::error("{}; stopping every worker", FailureSummary(failure));
-  failure_ = failure;
-  BeginShutdown(SIGTERM);
-  SignalGroups(SIGCONT, false);  // a stopped worker must run to act on SIGTERM
 }
 
 // Reads what `pipe` holds, at most kMaxReadBytesPerTurn unless `until_eof` (the end of the
@@ -857,19 +695,10 @@ int Supervisor::PollTimeoutMs() const {
   };
   if ((shutdown_ || cleanup_) && !killed_) wait = std::min(kSweepInterval, until(deadline_));
   if (killed_) wait = std::min(milliseconds(50), until(killed_at_ + kAfterKillWait));
-  if (replan_ && !failure_ && !shutdown_) {
-    wait = wait ? std::min(*wait, until(replan_deadline_)) : until(replan_deadline_);
-  }
-  if (options_.hang_timeout.count() > 0 && !shutdown_ && !cleanup_) {
-    milliseconds check = until(next_heartbeat_check_);
-    wait = wait ? std::min(*wait, check) : check;
-  }
-  if (!shutdown_ && !cleanup_ && !workers_.empty()) {
-    milliseconds check = until(next_fail_slow_check_);
-    wait = wait ? std::min(*wait, check) : check;
-  }
-  if (options_.attempt_deadline.count() > 0 && !shutdown_ && !cleanup_) {
-    wait = wait ? std::min(*wait, until(attempt_end_)) : until(attempt_end_);
+  for (const Watcher* watcher : watchers_) {
+    std::optional<Clock::time_point> check =
+        shutdown_ || cleanup_ ? std::nullopt : watcher->NextCheck();
+    if (check) wait = wait ? std::min(*wait, until(*check)) : until(*check);
   }
   for (const Worker& worker : workers_) {
     for (const OutputTee* tee : {worker.out.get(), worker.err.get()}) {

@@ -10,9 +10,12 @@
 // deadline, so a grandchild orphaned late still gets its SIGTERM.
 //
 // Promptness: one poll turn reads at most kMaxReadBytesPerTurn from each worker pipe and writes
-// to the console without blocking (launcher/supervise/console_sink.h), so a flood of output or
-// a console reader that stopped reading never delays signal handling, reaping or the grace
+// to the console without blocking (launcher/supervise/output/console_sink.h), so a flood of output
+// or a console reader that stopped reading never delays signal handling, reaping or the grace
 // deadline; lines dropped under back-pressure are counted and logged.
+//
+// The loop's periodic concerns (hang detection, fail-slow reports, the re-plan wait, the attempt
+// deadline) are watchers it asks every turn with the time (launcher/supervise/watchers/).
 #pragma once
 
 #include <poll.h>

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "supervise/console_sink.h"
+#include "supervise/output/console_sink.h"
 
 namespace hetrun::launcher {
 

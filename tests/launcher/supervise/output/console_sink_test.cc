@@ -1,7 +1,7 @@
 // ConsoleSink against a real pipe whose reader stopped reading: writing never blocks, whole lines
 // are queued up to the bound and then dropped and counted, and what was queued arrives in order
 // once the reader reads again. OutputTee counts the lines a full disk (/dev/full) refused.
-#include "supervise/console_sink.h"
+#include "supervise/output/console_sink.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "supervise/output_tee.h"
+#include "supervise/output/output_tee.h"
 
 namespace hetrun::launcher {
 namespace {

@@ -1,4 +1,4 @@
-#include "supervise/output_tee.h"
+#include "supervise/output/output_tee.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "supervise/console_sink.h"
+#include "supervise/output/console_sink.h"
 
 #include <fcntl.h>
 #include <poll.h>
