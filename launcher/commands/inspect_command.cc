@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <cxxopts.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <tuple>
 
 #include "commands/cli_parse.h"
 #include "commands/command.h"
@@ -29,8 +31,10 @@ std::string TargetOf(const arch::ElfFile* elf, const FatbinEntry& entry) {
   return target.ok() ? *target : "none";
 }
 
-nlohmann::json EntryJson(const FatbinEntry& entry, size_t container, const arch::ElfFile* elf) {
+nlohmann::json EntryJson(const FatbinEntry& entry, size_t container, std::string_view section,
+                         const arch::ElfFile* elf) {
   nlohmann::json json = {
+      {"section", section},
       {"kind", arch::ImageKindName(entry.kind)},
       {"arch", entry.ArchName()},
       {"compressed", entry.compression != Compression::kNone},
@@ -54,19 +58,25 @@ nlohmann::json FileJson(const ScannedFile& file, const arch::ElfFile* elf) {
   }
   nlohmann::json images = nlohmann::json::array();
   nlohmann::json containers = nlohmann::json::array();
-  const auto& list = file.images.containers;
+  // .nv_fatbin's containers, then those found in data sections: indexes run on across both.
+  std::vector<const FatbinContainer*> list;
+  for (const FatbinContainer& c : file.images.containers) list.push_back(&c);
+  for (const FatbinContainer& c : file.images.embedded) list.push_back(&c);
   for (size_t c = 0; c < list.size(); ++c) {
     containers.push_back({{"index", c},
-                          {"offset", list[c].offset},
-                          {"bytes", list[c].size},
-                          {"images", list[c].entries.size()},
-                          {"device_link_stub", list[c].device_link_stub}});
-    for (const FatbinEntry& entry : list[c].entries) images.push_back(EntryJson(entry, c, elf));
+                          {"section", list[c]->section},
+                          {"offset", list[c]->offset},
+                          {"bytes", list[c]->size},
+                          {"images", list[c]->entries.size()},
+                          {"device_link_stub", list[c]->device_link_stub}});
+    for (const FatbinEntry& entry : list[c]->entries) {
+      images.push_back(EntryJson(entry, c, list[c]->section, elf));
+    }
   }
   nlohmann::json relocatable = nlohmann::json::array();
   for (size_t c = 0; c < file.images.relocatable.size(); ++c) {
     for (const FatbinEntry& entry : file.images.relocatable[c].entries) {
-      relocatable.push_back(EntryJson(entry, c, elf));
+      relocatable.push_back(EntryJson(entry, c, arch::kRelocatableFatbinSection, elf));
     }
   }
   json["images"] = std::move(images);
@@ -98,22 +108,47 @@ void PrintContainers(std::ostream& out, std::string_view section,
   }
 }
 
+// The containers a library keeps in its data sections: often thousands of one-image containers
+// (cuFFT: 23,983), so one line per section with the images counted by kind and arch.
+void PrintEmbedded(std::ostream& out, const std::vector<FatbinContainer>& embedded) {
+  using Image = std::tuple<ImageKind, uint32_t, std::string>;  // sorted by kind, then SM
+  std::map<std::string, std::map<Image, size_t>> counts;       // section -> image -> count
+  std::map<std::string, size_t> containers;
+  for (const FatbinContainer& container : embedded) {
+    ++containers[container.section];
+    for (const FatbinEntry& entry : container.entries) {
+      ++counts[container.section][Image{entry.kind, entry.sm, entry.ArchName()}];
+    }
+  }
+  for (const auto& [section, images] : counts) {
+    const size_t n = containers[section];
+    out << fmt::format("  {}: {} container{} the library loads itself (one module):\n", section, n,
+                       n == 1 ? "" : "s");
+    for (const auto& [image, count] : images) {
+      out << fmt::format("    {:<6} {:<14} x{}\n", arch::ImageKindName(std::get<0>(image)),
+                         std::get<2>(image), count);
+    }
+  }
+}
+
 void PrintFile(std::ostream& out, const ScannedFile& file, const arch::ElfFile* elf) {
   if (file.error) {
     out << file.path << ": error: " << file.error->message() << "\n";
     return;
   }
   const arch::FatbinFile& images = file.images;
-  if (images.containers.empty() && images.relocatable.empty()) {
+  if (images.containers.empty() && images.relocatable.empty() && images.embedded.empty()) {
     out << file.path << ": no CUDA kernel images\n";
     return;
   }
-  size_t stubs = images.containers.size() - images.ModuleCount();
+  const size_t stubs =
+      images.containers.size() + (images.embedded.empty() ? 0 : 1) - images.ModuleCount();
   out << fmt::format(
       "{}: {} kernel module{}{}\n", file.path, images.ModuleCount(),
       images.ModuleCount() == 1 ? "" : "s",
       stubs == 0 ? "" : fmt::format(" (+{} device-link stub{})", stubs, stubs == 1 ? "" : "s"));
   PrintContainers(out, ".nv_fatbin", images.containers, elf);
+  PrintEmbedded(out, images.embedded);
   if (!images.relocatable.empty()) {
     out << "  __nv_relfatbin (pre-link copies for -rdc; not loaded by the runtime):\n";
     PrintContainers(out, "__nv_relfatbin", images.relocatable, elf);

@@ -99,31 +99,54 @@ std::vector<ParsedImages> ParseImages(const std::vector<std::string>& files) {
   return parsed;
 }
 
+// Loads `bytes` as a module and unloads it again; the load's result (the unload's error goes
+// into `first_error` when it is the first).
+CuResult LoadAndUnload(const DriverApi& api, const uint8_t* bytes, std::string_view what,
+                       std::string& first_error) {
+  CuModule module = nullptr;
+  const CuResult loaded = api.module_load_data(&module, bytes);
+  if (loaded != kCudaSuccess) return loaded;
+  if (CuResult u = api.module_unload(module); u != kCudaSuccess && first_error.empty()) {
+    first_error = fmt::format("{}: cuModuleUnload: {}", what, ErrorName(api, u));
+  }
+  return loaded;
+}
+
 // Loads every container of one file on the current context: "LOADED NO_BINARY OTHER FIRST_ERROR".
+// The containers in data sections are one module, loaded when any of them loads (the library
+// picks one itself): tried in order until one does.
 std::string LoadFile(const DriverApi& api, const ParsedImages& file) {
   int loaded = 0;
   int no_binary = 0;
   int other = 0;
   std::string first_error;
+  auto count = [&](CuResult result, std::string_view what) {
+    if (result == kCudaSuccess) {
+      ++loaded;
+      return;
+    }
+    (result == kCudaErrorNoBinaryForGpu ? no_binary : other) += 1;
+    if (first_error.empty()) {
+      first_error = fmt::format("{}: cuModuleLoadData: {}", what, ErrorName(api, result));
+    }
+  };
   const auto& containers = file.fatbin.containers;
   for (size_t c = 0; c < containers.size(); ++c) {
     if (containers[c].device_link_stub) continue;
     Result<std::span<const uint8_t>> bytes = arch::ContainerBytes(*file.elf, containers[c]);
     if (!bytes.ok()) continue;
-    CuModule module = nullptr;
-    const CuResult loaded_result = api.module_load_data(&module, bytes->data());
-    if (loaded_result == kCudaSuccess) {
-      ++loaded;
-      if (CuResult u = api.module_unload(module); u != kCudaSuccess && first_error.empty()) {
-        first_error = fmt::format("container {}: cuModuleUnload: {}", c, ErrorName(api, u));
-      }
-      continue;
+    const std::string what = fmt::format("container {}", c);
+    count(LoadAndUnload(api, bytes->data(), what, first_error), what);
+  }
+  if (!file.fatbin.embedded.empty()) {
+    CuResult result = kCudaErrorNoBinaryForGpu;
+    for (const arch::FatbinContainer& container : file.fatbin.embedded) {
+      Result<std::span<const uint8_t>> bytes = arch::ContainerBytes(*file.elf, container);
+      if (!bytes.ok()) continue;
+      result = LoadAndUnload(api, bytes->data(), "embedded containers", first_error);
+      if (result == kCudaSuccess) break;
     }
-    (loaded_result == kCudaErrorNoBinaryForGpu ? no_binary : other) += 1;
-    if (first_error.empty()) {
-      first_error =
-          fmt::format("container {}: cuModuleLoadData: {}", c, ErrorName(api, loaded_result));
-    }
+    count(result, fmt::format("{} embedded containers", file.fatbin.embedded.size()));
   }
   return fmt::format("{} {} {} {}", loaded, no_binary, other, first_error);
 }

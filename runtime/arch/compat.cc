@@ -108,10 +108,24 @@ std::string_view VerdictName(Verdict verdict) {
 
 FileVerdict VerdictFor(const FatbinFile& file, ComputeCapability target) {
   FileVerdict result;
+  std::vector<ImageFit> fits;
   for (const FatbinContainer& container : file.containers) {
-    if (container.device_link_stub) continue;
+    if (!container.device_link_stub) fits.push_back(FitOf(container, target));
+  }
+  // The embedded containers are one module: the library loads whichever of them fits.
+  if (!file.embedded.empty()) {
+    ImageFit best = ImageFit::kNone;
+    for (const FatbinContainer& container : file.embedded) {
+      const ImageFit fit = FitOf(container, target);
+      if (fit == ImageFit::kSass || (fit == ImageFit::kPtxJit && best == ImageFit::kNone)) {
+        best = fit;
+      }
+    }
+    fits.push_back(best);
+  }
+  for (const ImageFit fit : fits) {
     ++result.modules;
-    switch (FitOf(container, target)) {
+    switch (fit) {
       case ImageFit::kSass:
         ++result.sass;
         break;

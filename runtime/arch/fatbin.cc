@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "arch/byte_reader.h"
+#include "arch/fatbin_parse.h"
 
 namespace hetrun::arch {
 namespace {
@@ -156,8 +158,53 @@ uint64_t FatbinEntry::ImageBytes() const {
 
 size_t FatbinFile::ModuleCount() const {
   return static_cast<size_t>(
-      std::count_if(containers.begin(), containers.end(),
-                    [](const FatbinContainer& c) { return !c.device_link_stub; }));
+             std::count_if(containers.begin(), containers.end(),
+                           [](const FatbinContainer& c) { return !c.device_link_stub; })) +
+         (embedded.empty() ? 0 : 1);
+}
+
+Result<FatbinContainer> ParseContainerAt(const ElfFile& file, std::span<const uint8_t> bytes,
+                                         uint64_t pos, uint64_t file_offset, uint64_t address,
+                                         size_t max_entries) {
+  FatbinContainer container;
+  container.offset = file_offset + pos;
+  container.address = address == 0 ? 0 : address + pos;
+  if (!InBounds(bytes, pos, kContainerHeaderMin)) {
+    return file.ErrorAt(container.offset, "truncated fatbin container header");
+  }
+  const uint64_t header_size = LoadLe<uint16_t>(bytes, pos + 6);
+  const uint64_t payload_size = LoadLe<uint64_t>(bytes, pos + 8);
+  if (header_size < kContainerHeaderMin || header_size > bytes.size() - pos) {
+    return file.ErrorAt(container.offset + 6,
+                        fmt::format("fatbin container header size {} is invalid", header_size));
+  }
+  if (payload_size > bytes.size() - pos - header_size) {
+    return file.ErrorAt(container.offset + 8,
+                        fmt::format("fatbin container payload size {:#x} runs past the end of "
+                                    "the section ({:#x} bytes left)",
+                                    payload_size, bytes.size() - pos - header_size));
+  }
+  container.size = header_size + payload_size;
+  const uint64_t end = pos + container.size;
+  uint64_t entry = pos + header_size;
+  while (entry < end) {
+    if (end - entry < kEntryHeaderMin) {
+      if (AllZero(bytes.subspan(entry, end - entry))) break;
+      return file.ErrorAt(file_offset + entry,
+                          fmt::format("truncated fatbin entry header ({} bytes left in the "
+                                      "container)",
+                                      end - entry));
+    }
+    if (container.entries.size() == max_entries) {
+      return file.ErrorAt(file_offset + entry,
+                          fmt::format("more than {} entries in one fatbin container", max_entries));
+    }
+    HETRUN_ASSIGN_OR_RETURN(FatbinEntry parsed, ParseEntry(file, bytes, entry, end, file_offset));
+    entry += parsed.header_size + parsed.padded_size;
+    container.entries.push_back(std::move(parsed));
+  }
+  container.device_link_stub = container.entries.empty();
+  return container;
 }
 
 Result<std::vector<FatbinContainer>> ParseFatbinSection(const ElfFile& file,
@@ -183,40 +230,11 @@ Result<std::vector<FatbinContainer>> ParseFatbinSection(const ElfFile& file,
           file_offset + pos,
           fmt::format("expected fatbin container magic {:#x}, found {:#x}", kFatbinMagic, magic));
     }
-    FatbinContainer container;
-    container.offset = file_offset + pos;
-    container.address = address == 0 ? 0 : address + pos;
-    const uint64_t header_size = LoadLe<uint16_t>(bytes, pos + 6);
-    const uint64_t payload_size = LoadLe<uint64_t>(bytes, pos + 8);
-    if (header_size < kContainerHeaderMin || header_size > bytes.size() - pos) {
-      return file.ErrorAt(container.offset + 6,
-                          fmt::format("fatbin container header size {} is invalid", header_size));
-    }
-    if (payload_size > bytes.size() - pos - header_size) {
-      return file.ErrorAt(container.offset + 8,
-                          fmt::format("fatbin container payload size {:#x} runs past the end of "
-                                      "the section ({:#x} bytes left)",
-                                      payload_size, bytes.size() - pos - header_size));
-    }
-    container.size = header_size + payload_size;
-    const uint64_t end = pos + container.size;
-    uint64_t entry = pos + header_size;
-    while (entry < end) {
-      if (end - entry < kEntryHeaderMin) {
-        if (AllZero(bytes.subspan(entry, end - entry))) break;
-        return file.ErrorAt(file_offset + entry,
-                            fmt::format("truncated fatbin entry header ({} bytes left in the "
-                                        "container)",
-                                        end - entry));
-      }
-      HETRUN_ASSIGN_OR_RETURN(FatbinEntry parsed, ParseEntry(file, bytes, entry, end, file_offset));
-      entry += parsed.header_size + parsed.padded_size;
-      container.entries.push_back(std::move(parsed));
-    }
-    container.device_link_stub = container.entries.empty();
+    HETRUN_ASSIGN_OR_RETURN(FatbinContainer container,
+                            ParseContainerAt(file, bytes, pos, file_offset, address));
+    file.ReleasePages(bytes.subspan(pos, container.size));
+    pos += container.size;
     containers.push_back(std::move(container));
-    file.ReleasePages(bytes.subspan(pos, end - pos));
-    pos = end;
   }
   return containers;
 }
@@ -264,28 +282,11 @@ WrapperTargets ReadWrappers(const ElfFile& file) {
   return targets;
 }
 
-}  // namespace
-
-Result<FatbinFile> ReadFatbinFile(const ElfFile& file) {
-  FatbinFile result;
-  result.path = file.path();
-  const ElfSection* relocatable = file.FindSection(kRelocatableFatbinSection);
-  if (relocatable != nullptr) {
-    HETRUN_ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, file.SectionBytes(*relocatable));
-    HETRUN_ASSIGN_OR_RETURN(result.relocatable, ParseFatbinSection(file, bytes, relocatable->offset,
-                                                                   relocatable->address));
-  }
-  const ElfSection* section = file.FindSection(kFatbinSection);
-  if (section == nullptr) return result;
-  result.has_fatbin = true;
-  HETRUN_ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, file.SectionBytes(*section));
-  HETRUN_ASSIGN_OR_RETURN(result.containers,
-                          ParseFatbinSection(file, bytes, section->offset, section->address));
-
-  // nvlink always emits a module registered through a version-2 wrapper. In a whole-program
-  // build it links nothing (the "null dlink" stub: SASS only, no kernels); with relocatable
-  // device code (-rdc, the version-1 wrappers then point into __nv_relfatbin) it is the
-  // device-linked module that holds the real kernels.
+// nvlink always emits a module registered through a version-2 wrapper. In a whole-program
+// build it links nothing (the "null dlink" stub: SASS only, no kernels); with relocatable
+// device code (-rdc, the version-1 wrappers then point into __nv_relfatbin) it is the
+// device-linked module that holds the real kernels.
+void MarkLinkStubs(const ElfFile& file, const ElfSection* relocatable, FatbinFile& result) {
   const WrapperTargets wrappers = ReadWrappers(file);
   bool separate_compilation = false;
   if (relocatable != nullptr && relocatable->address != 0) {
@@ -295,18 +296,55 @@ Result<FatbinFile> ReadFatbinFile(const ElfFile& file) {
       }
     }
   }
-  if (!separate_compilation) {
-    // A set, not a search per container: many containers and many wrappers stay linear.
-    const std::unordered_set<uint64_t> linked_addresses(wrappers.link.begin(), wrappers.link.end());
-    for (FatbinContainer& container : result.containers) {
-      if (container.address == 0) continue;
-      const bool linked = linked_addresses.contains(container.address);
-      const bool sass_only =
-          std::all_of(container.entries.begin(), container.entries.end(),
-                      [](const FatbinEntry& e) { return e.kind == ImageKind::kSass; });
-      if (linked && sass_only) container.device_link_stub = true;
+  // A set, not a search per container: many containers and many wrappers stay linear.
+  const std::unordered_set<uint64_t> linked_addresses(wrappers.link.begin(), wrappers.link.end());
+  for (FatbinContainer& container : result.containers) {
+    if (container.device_link_stub) continue;
+    const bool sass_only =
+        std::all_of(container.entries.begin(), container.entries.end(),
+                    [](const FatbinEntry& e) { return e.kind == ImageKind::kSass; });
+    if (!sass_only) continue;
+    const bool linked = container.address != 0 && linked_addresses.contains(container.address);
+    if (linked && !separate_compilation) {
+      container.device_link_stub = true;
+    } else if (std::all_of(container.entries.begin(), container.entries.end(),
+                           [&file](const FatbinEntry& e) { return DefinesNoKernel(file, e); })) {
+      // The same stub without a wrapper pointing at it (cuFFT): its cubins have no kernel.
+      container.device_link_stub = true;
     }
   }
+}
+
+Result<std::vector<FatbinContainer>> ReadSection(const ElfFile& file, const ElfSection& section) {
+  HETRUN_ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, file.SectionBytes(section));
+  HETRUN_ASSIGN_OR_RETURN(std::vector<FatbinContainer> containers,
+                          ParseFatbinSection(file, bytes, section.offset, section.address));
+  for (FatbinContainer& container : containers) container.section = section.name;
+  return containers;
+}
+
+}  // namespace
+
+Result<FatbinFile> ReadFatbinFile(const ElfFile& file) {
+  FatbinFile result;
+  result.path = file.path();
+  const ElfSection* relocatable = file.FindSection(kRelocatableFatbinSection);
+  if (relocatable != nullptr) {
+    HETRUN_ASSIGN_OR_RETURN(result.relocatable, ReadSection(file, *relocatable));
+  }
+  for (const ElfSection& section : file.sections()) {
+    const bool data =
+        std::find(std::begin(kEmbeddedFatbinSections), std::end(kEmbeddedFatbinSections),
+                  section.name) != std::end(kEmbeddedFatbinSections);
+    if (!data) continue;
+    std::vector<FatbinContainer> found = FindEmbeddedContainers(file, section);
+    std::move(found.begin(), found.end(), std::back_inserter(result.embedded));
+  }
+  const ElfSection* section = file.FindSection(kFatbinSection);
+  if (section == nullptr) return result;
+  result.has_fatbin = true;
+  HETRUN_ASSIGN_OR_RETURN(result.containers, ReadSection(file, *section));
+  MarkLinkStubs(file, relocatable, result);
   return result;
 }
 

@@ -3,6 +3,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "arch/byte_reader.h"
@@ -60,6 +61,18 @@ Result<std::string> ReadEntryImage(const ElfFile& file, const FatbinEntry& entry
                                              n, size));
   }
   return image;
+}
+
+bool DefinesNoKernel(const ElfFile& file, const FatbinEntry& entry) {
+  if (entry.kind != ImageKind::kSass || entry.ImageBytes() > kMaxStubImageBytes) return false;
+  Result<std::string> image = ReadEntryImage(file, entry, kMaxStubImageBytes);
+  if (!image.ok()) return false;
+  const auto* data = reinterpret_cast<const uint8_t*>(image->data());
+  Result<ElfFile> cubin =
+      ElfFile::FromBytes(std::span<const uint8_t>(data, image->size()), file.path() + " (cubin)");
+  if (!cubin.ok()) return false;
+  return std::none_of(cubin->sections().begin(), cubin->sections().end(),
+                      [](const ElfSection& s) { return s.name.starts_with(".text."); });
 }
 
 Result<std::string> PtxTarget(std::string_view ptx) {

@@ -4,7 +4,10 @@
 //   SASS sm_XYa  runs on exactly X.Y;  sm_XYf on the same major with minor >= Y;
 //   PTX compute_XY JIT-compiles on any CC >= X.Y (compute_XYa: exactly X.Y; compute_XYf: same
 //   major, minor >= Y) — slower first start, no arch-specific instructions.
-// A container (module) runs when one of its images does; device-link stubs are skipped.
+// A container (module) runs when one of its images does; device-link stubs are skipped. The
+// containers a library keeps in its data sections (FatbinFile::embedded) are one module that
+// runs when any of them does: the library picks the one for the GPU. __nv_relfatbin copies never
+// count.
 #pragma once
 
 #include <string>

@@ -7,6 +7,11 @@
 // payload is a run of entries (u16 kind, u32 header size, u64 padded payload size, u32 SM,
 // u64 flags ...). Every read is bounds-checked; corrupt input is an error naming the file and
 // the file offset.
+//
+// Some libraries (cuFFT) also carry containers in their data sections (.ldata, .lrodata, .rodata,
+// .data) with no wrapper record: the library picks one and loads it itself. Those are found by
+// their header magic at 8-aligned file offsets and counted only when the whole container
+// validates (fatbin_scan.cc); a lookalike is skipped, never an error.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,9 @@ inline constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 inline constexpr std::string_view kFatbinSection = ".nv_fatbin";
 inline constexpr std::string_view kRelocatableFatbinSection = "__nv_relfatbin";
 inline constexpr std::string_view kFatbinWrapperSection = ".nvFatBinSegment";
+/// Data sections searched for containers the library loads itself (cuFFT: .ldata).
+inline constexpr std::string_view kEmbeddedFatbinSections[] = {".ldata", ".lrodata", ".rodata",
+                                                               ".data"};
 
 enum class ImageKind { kSass, kPtx, kLtoIr, kOther };
 enum class Compression { kNone, kZstd, kLz4 };
@@ -63,10 +71,12 @@ struct FatbinContainer {
   uint64_t offset = 0;   ///< file offset of the container header
   uint64_t size = 0;     ///< header + payload bytes
   uint64_t address = 0;  ///< virtual address when loaded (0 in relocatable objects)
+  std::string section;   ///< where it was found: ".nv_fatbin", "__nv_relfatbin", ".ldata" ...
   std::vector<FatbinEntry> entries;
   /// An nvlink device-link stub, not a kernel module: an empty container, or the SASS-only
   /// container a version-2 (link) wrapper registers in a whole-program build. Skipped by the
-  /// compatibility verdicts.
+  /// compatibility verdicts. Also a SASS-only container whose cubins define no kernel (cuFFT's
+  /// .nv_fatbin holds such an nvlink output and no wrapper registers it).
   bool device_link_stub = false;
 };
 
@@ -76,8 +86,12 @@ struct FatbinFile {
   bool has_fatbin = false;                   ///< a .nv_fatbin section exists
   std::vector<FatbinContainer> containers;   ///< .nv_fatbin: what the runtime loads
   std::vector<FatbinContainer> relocatable;  ///< __nv_relfatbin: pre-link copies (-rdc)
+  /// Containers found in data sections: alternatives the library chooses among and loads
+  /// itself. Together they count as one module, which runs when any of them does.
+  std::vector<FatbinContainer> embedded;
 
-  /// Containers that are kernel modules (not device-link stubs).
+  /// Kernel modules: .nv_fatbin containers that are not device-link stubs, plus one for the
+  /// embedded containers when there are any.
   size_t ModuleCount() const;
 };
 
@@ -88,8 +102,18 @@ Result<std::vector<FatbinContainer>> ParseFatbinSection(const ElfFile& file,
                                                         std::span<const uint8_t> bytes,
                                                         uint64_t file_offset, uint64_t address);
 
-/// Reads .nv_fatbin and __nv_relfatbin of `file` and marks device-link stubs using the
-/// .nvFatBinSegment wrappers. A file without fatbin sections gives an empty FatbinFile.
+/// The containers of a data section (one of kEmbeddedFatbinSections), found by their magic at
+/// 8-aligned file offsets. A candidate counts only when its header (version 1, header size 16,
+/// payload inside the section) and every entry validate and the entries fill the payload; then
+/// the search resumes after it, so nested or overlapping lookalikes never count. One linear pass
+/// over the section (a memchr-speed search for the magic, each candidate parsed once and never
+/// past the section); pages are released behind the search, so the resident set stays a few
+/// pages whatever the section's size.
+std::vector<FatbinContainer> FindEmbeddedContainers(const ElfFile& file, const ElfSection& section);
+
+/// Reads .nv_fatbin, __nv_relfatbin and the embedded containers of the data sections of `file`,
+/// and marks device-link stubs (using the .nvFatBinSegment wrappers, and kernel-free cubins).
+/// A file without fatbin sections gives an empty FatbinFile.
 Result<FatbinFile> ReadFatbinFile(const ElfFile& file);
 
 /// Opens `path` and reads its kernel images (ElfFile::Open + ReadFatbinFile).
@@ -110,6 +134,12 @@ inline constexpr uint64_t kMaxCompressionRatio = 256;
 /// allocating.
 Result<std::string> ReadEntryImage(const ElfFile& file, const FatbinEntry& entry,
                                    uint64_t max_bytes = uint64_t{1} << 30);
+
+/// Whether `entry` is a SASS cubin that defines no kernel (no .text.* section): what nvlink
+/// emits when it has nothing to link. Only small images are read (at most kMaxStubImageBytes
+/// decompressed); larger ones, unreadable ones and other kinds give false.
+inline constexpr uint64_t kMaxStubImageBytes = 64 * 1024;
+bool DefinesNoKernel(const ElfFile& file, const FatbinEntry& entry);
 
 /// The `.target` of a PTX text ("sm_90a"), or an error when it has none.
 Result<std::string> PtxTarget(std::string_view ptx);
