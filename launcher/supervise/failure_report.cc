@@ -68,6 +68,9 @@ std::string CauseSummary(const WorkerFailure& failure, const std::string& who) {
           "{} was killed by SIGABRT the same way as in the attempt before; not "
           "restarting (exit code {})",
           who, failure.exit_code);
+    case WorkerFailure::Cause::kOomKilled:
+      return fmt::format("{} was killed by the OOM killer (SIGKILL; {}); exit code {}", who,
+                         failure.detail, failure.exit_code);
     case WorkerFailure::Cause::kNone:
       break;
   }
@@ -158,6 +161,8 @@ bool IsRestartable(const WorkerFailure& failure) {
     case WorkerFailure::Cause::kRepeatedAbort:
       return false;
     case WorkerFailure::Cause::kNcclTimeout:
+    case WorkerFailure::Cause::kOomKilled:  // as any SIGKILL: restarts stay bounded by
+                                            // --max-restarts
       return true;
     case WorkerFailure::Cause::kNone:
       break;

@@ -22,6 +22,7 @@
 #include "hetrun/tuner/rank_metrics.h"
 #include "supervise/child_process.h"
 #include "supervise/console_sink.h"
+#include "supervise/oom_kills.h"
 #include "supervise/output_tee.h"
 #include "supervise/private_dir.h"
 #include "supervise/signal_set.h"
@@ -210,6 +211,7 @@ class Supervisor {
   Clock::time_point next_heartbeat_check_;
   Clock::time_point next_fail_slow_check_;
   Clock::time_point attempt_end_;  ///< with attempt_deadline: when the attempt must be over
+  OomKillCounter oom_kills_;       ///< tells a SIGKILL by the cgroup's OOM killer
 };
 
 Result<int> Supervisor::PendingShutdownSignal() {
@@ -347,6 +349,7 @@ Result<std::optional<WorkerFailure>> Supervisor::RunAttempt(std::vector<WorkerSp
   workers_.resize(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) workers_[i].spec = std::move(specs[i]);
   attempt_end_ = Clock::now() + options_.attempt_deadline;
+  oom_kills_.Rebase();
   HETRUN_RETURN_IF_ERROR(StartWorkers(restart_count));
   while (true) {
     HETRUN_ASSIGN_OR_RETURN(bool more, Turn());
@@ -655,6 +658,7 @@ void Supervisor::OnWorkerExit(Worker& worker, int wait_status) {
   if (WIFSIGNALED(wait_status)) {
     failure.kind = WorkerFailure::Kind::kSignaled;
     failure.signal = WTERMSIG(wait_status);
+    oom_kills_.Classify(failure);
   }
   if (options_.replan_restart && !shutdown_ && WaitForReplan(failure)) return;
   if (failure.exit_code == 0) {
