@@ -14,7 +14,7 @@
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
 #include "rendezvous/rendezvous_api.h"
-#include "supervise/termination_log.h"
+#include "supervise/report/termination_log.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "supervise/termination_log.h"
+#include "supervise/report/termination_log.h"
 
 namespace hetrun::launcher {
 

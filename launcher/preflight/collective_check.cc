@@ -15,7 +15,7 @@
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
 #include "hetrun/plan/links_fragment.h"
-#include "supervise/failure_report.h"
+#include "supervise/report/failure_report.h"
 
 namespace hetrun::launcher {
 namespace {

@@ -21,6 +21,7 @@
 #include "supervise/child_process.h"
 #include "supervise/output/console_sink.h"
 #include "supervise/output/output_tee.h"
+#include "supervise/report/oom_kills.h"
 #include "supervise/private_dir.h"
 #include "supervise/signal_set.h"
 #include "supervise/unique_fd.h"
@@ -28,7 +29,7 @@
 #include "supervise/watchers/fail_slow_watcher.h"
 #include "supervise/watchers/heartbeat_watcher.h"
 #include "supervise/watchers/replan_wait.h"
-#include "supervise/worker_error_file.h"
+#include "supervise/report/worker_error_file.h"
 
 namespace hetrun::launcher {
 namespace {
@@ -160,6 +161,7 @@ class Supervisor {
   std::set<pid_t> swept_kill_;  ///< strays sent SIGKILL by the sweep
   Clock::time_point deadline_;
   Clock::time_point killed_at_;
+  OomKillCounter oom_kills_;  ///< tells a SIGKILL by the cgroup's OOM killer
 };
 
 Result<int> Supervisor::PendingShutdownSignal() {
@@ -294,6 +296,7 @@ Result<std::optional<WorkerFailure>> Supervisor::RunAttempt(std::vector<WorkerSp
   workers_.resize(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) workers_[i].spec = std::move(specs[i]);
   ArmWatchers();
+  oom_kills_.Rebase();
   HETRUN_RETURN_IF_ERROR(StartWorkers(restart_count));
   while (true) {
     HETRUN_ASSIGN_OR_RETURN(bool more, Turn());
@@ -609,6 +612,7 @@ void Supervisor::OnWorkerExit(Worker& worker, int wait_status) {
   if (WIFSIGNALED(wait_status)) {
     failure.kind = WorkerFailure::Kind::kSignaled;
     failure.signal = WTERMSIG(wait_status);
+    oom_kills_.Classify(failure);
   }
   if (options_.replan_restart && !shutdown_ && WaitForReplan(failure)) return;
   if (failure.exit_code == 0) {

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "hetrun/base/status.h"
-#include "supervise/failure_report.h"
+#include "supervise/report/failure_report.h"
 
 namespace hetrun::launcher {
 

@@ -8,7 +8,7 @@
 #include "hetrun/base/exit_code.h"
 #include "hetrun/pipeline/measurements.h"
 #include "supervise/measurement_gathering.h"
-#include "supervise/termination_log.h"
+#include "supervise/report/termination_log.h"
 
 namespace hetrun::launcher {
 namespace {

@@ -9,7 +9,7 @@
 #include "commands/run/worker_specs.h"
 #include "hetrun/base/exit_code.h"
 #include "preflight/collective_check.h"
-#include "supervise/termination_log.h"
+#include "supervise/report/termination_log.h"
 
 namespace hetrun::launcher {
 namespace {

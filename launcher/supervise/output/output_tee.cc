@@ -6,7 +6,7 @@
 #include <cerrno>
 
 #include "hetrun/base/logging.h"
-#include "supervise/termination_log.h"
+#include "supervise/report/termination_log.h"
 
 namespace hetrun::launcher {
 

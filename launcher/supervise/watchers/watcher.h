@@ -11,7 +11,7 @@
 #include <optional>
 #include <span>
 
-#include "supervise/failure_report.h"
+#include "supervise/report/failure_report.h"
 
 namespace hetrun::launcher {
 

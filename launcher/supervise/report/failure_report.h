@@ -27,6 +27,7 @@ struct WorkerFailure {
     kReservedCode,     ///< the worker exited 64, 70, 78, 80, 81, 83 or 84: reported as 1
     kReplanRequested,  ///< the worker exited 82 (re-plan requested): reported as 1
     kRepeatedAbort,    ///< SIGABRT with the same last words as the attempt before: no restart
+    kOomKilled,        ///< SIGKILL while the memory cgroup's OOM-kill counter rose (oom_kills.h)
   };
   Kind kind = Kind::kExited;
   Cause cause = Cause::kNone;
@@ -37,7 +38,7 @@ struct WorkerFailure {
   int signal = 0;       ///< kSignaled, kReceivedSignal
   std::chrono::milliseconds silence{0};       ///< kHang: time since the last beat
   std::chrono::milliseconds hang_timeout{0};  ///< kHang: --hang-timeout; kDeadline: the deadline
-  std::string detail;                         ///< kSpawn: the exec error
+  std::string detail;                         ///< kSpawn: the exec error; kOomKilled: the limit
   std::vector<std::string> stderr_tail;       ///< the worker's last stderr lines, oldest first
   std::string error_message;                  ///< from its TORCHELASTIC_ERROR_FILE, if any
   std::vector<std::string> error_frames;      ///< the innermost traceback frames of that file

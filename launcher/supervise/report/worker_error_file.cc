@@ -1,4 +1,4 @@
-#include "supervise/worker_error_file.h"
+#include "supervise/report/worker_error_file.h"
 
 #include <spdlog/spdlog.h>
 

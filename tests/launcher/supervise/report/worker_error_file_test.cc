@@ -1,6 +1,6 @@
 // TORCHELASTIC_ERROR_FILE as torch's @record writes it: the message and the innermost frames,
 // read with bounds; anything else is ignored rather than trusted.
-#include "supervise/worker_error_file.h"
+#include "supervise/report/worker_error_file.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "supervise/failure_report.h"
+#include "supervise/report/failure_report.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "supervise/failure_report.h"
+#include "supervise/report/failure_report.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
 #include "supervise/signal_set.h"
-#include "supervise/termination_log.h"
+#include "supervise/report/termination_log.h"
 
 namespace hetrun::launcher {
 
@@ -68,6 +68,9 @@ std::string CauseSummary(const WorkerFailure& failure, const std::string& who) {
           "{} was killed by SIGABRT the same way as in the attempt before; not "
           "restarting (exit code {})",
           who, failure.exit_code);
+    case WorkerFailure::Cause::kOomKilled:
+      return fmt::format("{} was killed by the OOM killer (SIGKILL; {}); exit code {}", who,
+                         failure.detail, failure.exit_code);
     case WorkerFailure::Cause::kNone:
       break;
   }
@@ -158,6 +161,8 @@ bool IsRestartable(const WorkerFailure& failure) {
     case WorkerFailure::Cause::kRepeatedAbort:
       return false;
     case WorkerFailure::Cause::kNcclTimeout:
+    case WorkerFailure::Cause::kOomKilled:  // as any SIGKILL: restarts stay bounded by
+                                            // --max-restarts
       return true;
     case WorkerFailure::Cause::kNone:
       break;

@@ -1,4 +1,4 @@
-#include "supervise/termination_log.h"
+#include "supervise/report/termination_log.h"
 
 #include <fcntl.h>
 #include <unistd.h>
