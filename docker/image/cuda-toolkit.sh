@@ -40,6 +40,11 @@ else
     [ -e "$base" ] || ln -s "$(basename "$lib")" "$base"
   done
   ln -sfn lib "$tree/lib64"
+  # CMake 3.25.1 (Debian 12's) sets a property on CUDA::nvToolsExt without checking that the
+  # library was found, which a toolkit without libnvToolsExt (CUDA 13's) fails; CMake 3.25.2's fix.
+  for module in /usr/share/cmake-3.25/Modules/FindCUDAToolkit.cmake; do
+    [ -f "$module" ] && sed -i 's/^\( *\)if(CMAKE_MINIMUM_REQUIRED_VERSION VERSION_GREATER_EQUAL 3.25)$/\1if(TARGET CUDA::nvToolsExt AND CMAKE_MINIMUM_REQUIRED_VERSION VERSION_GREATER_EQUAL 3.25)/' "$module"
+  done
   ln -sfn "$tree" "$dest"
   echo "cuda-toolkit: PyPI's nvidia-cuda-nvcc $nvcc_version, cudart $runtime, torch's CUDA libraries" >&2
 fi
