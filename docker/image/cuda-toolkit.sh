@@ -2,7 +2,7 @@
 # The CUDA toolkit of the image's build stage, at DEST (default /opt/cuda): the base's toolkit
 # where it has one (nvidia/cuda:*-devel: /usr/local/cuda), else one assembled in DEST-pypi from
 # NVIDIA's PyPI wheels: the compiler at NVCC_PYPI_VERSION (nvidia-cuda-nvcc, its crt headers,
-# nvidia-nvvm) and the CUDA runtime at the version torch installed in VENV, plus links to the
+# nvidia-nvvm, CCCL's headers) and the CUDA runtime at the version torch installed in VENV, plus links to the
 # headers and libraries of the CUDA wheels torch brought (cuBLAS, NVRTC, ...), so CMake's
 # FindCUDAToolkit and torch's own CMake configuration find a toolkit. Build stage only.
 #   cuda-toolkit.sh VENV NVCC_PYPI_VERSION [DEST]
@@ -29,7 +29,8 @@ else
   . "$(dirname "$0")/pip-source.sh"
   "$venv/bin/pip" install --quiet --no-deps --target "$dest-pypi" \
     "nvidia-cuda-nvcc==$nvcc_version" "nvidia-cuda-crt==$nvcc_version" \
-    "nvidia-nvvm==$nvcc_version" "nvidia-cuda-runtime==$runtime"
+    "nvidia-nvvm==$nvcc_version" "nvidia-cuda-runtime==$runtime" \
+    "nvidia-cuda-cccl==$(echo "$nvcc_version" | cut -d. -f1-2).*"
   tree=$dest-pypi/nvidia/cu$major
   # torch's CUDA wheels' headers and libraries, linked where they are missing (GNU cp -s).
   cp -rsn "$torch_cuda/include/." "$tree/include/"
@@ -40,6 +41,8 @@ else
     [ -e "$base" ] || ln -s "$(basename "$lib")" "$base"
   done
   ln -sfn lib "$tree/lib64"
+  # CUDA 13's headers include <nv/target> (CCCL), which the toolkit also has at include/nv.
+  [ -e "$tree/include/nv" ] || ln -s cccl/nv "$tree/include/nv"
   # CMake 3.25.1 (Debian 12's) sets a property on CUDA::nvToolsExt without checking that the
   # library was found, which a toolkit without libnvToolsExt (CUDA 13's) fails; CMake 3.25.2's fix.
   for module in /usr/share/cmake-3.25/Modules/FindCUDAToolkit.cmake; do

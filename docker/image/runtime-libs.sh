@@ -12,7 +12,11 @@ status=0
 for f in "$prefix"/bin/* "$prefix"/lib/*.so*; do
   [ -f "$f" ] || continue
   head -c 4 "$f" | grep -q ELF || continue
-  deps=$(ldd "$f" 2>&1) || { echo "runtime-libs: ldd $f failed: $deps" >&2; status=1; continue; }
+  # The libraries that go along for the torch wing (spdlog, fmt) are loaded by it, beside theirs.
+  case $(basename "$f") in
+    libspdlog*|libfmt*) deps=$(LD_LIBRARY_PATH=$prefix/lib ldd "$f" 2>&1) ;;
+    *) deps=$(ldd "$f" 2>&1) ;;
+  esac || { echo "runtime-libs: ldd $f failed: $deps" >&2; status=1; continue; }
   missing=$(printf '%s\n' "$deps" | grep 'not found' || true)
   if [ -n "$missing" ]; then
     echo "runtime-libs: $f: $missing" >&2
