@@ -7,13 +7,15 @@
 #   make docs-update  regenerate docs/'s generated regions from the built binary and package
 #   make wheel   the Python wheel into dist/: import hetrun, bin/hetrun and the rendezvous plugin,
 #                built without isolation against .venv's torch (docs/how-to/install.md)
+#   make image   the training image (docker/Dockerfile) with podman (or docker): localhost/
+#                hetrun-trainer:dev, :dev-nonroot and the smoke stage (docs/how-to/training-images.md)
 #   make build | format | install PREFIX=... | clean
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: setup build test demo bench fuzz format install clean asan docs docs-update wheel
+.PHONY: setup build test demo bench fuzz format install clean asan docs docs-update wheel image
 
 setup:
 	@scripts/setup
@@ -52,6 +54,9 @@ docs: setup
 
 docs-update: build
 	.venv/bin/python scripts/docs/reference.py update build/bin/hetrun .venv/bin/python
+
+image: setup
+	scripts/image
 
 format:
 	git ls-files -co --exclude-standard -- '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format -i

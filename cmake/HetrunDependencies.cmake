@@ -12,11 +12,12 @@ find_package(cxxopts REQUIRED)
 # libcrypto: HMAC-SHA256 of the rendezvous store records under the job secret (the wheel's
 # launcher links the system's libcrypto.so.3 too).
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
-# What the core and the launcher link for logging: the shared libraries normally; in the wheel
-# spdlog and fmt header-only, so the extension, bin/hetrun and the plugin need neither at run time.
+# What the core and the launcher link for logging: the shared libraries normally; in the wheel and
+# with HETRUN_STATIC_DEPS (the training image) spdlog and fmt header-only, so the extension,
+# bin/hetrun and the plugin need neither at run time.
 add_library(hetrun_logging_deps INTERFACE)
 add_library(hetrun::logging_deps ALIAS hetrun_logging_deps)
-if(HETRUN_WHEEL)
+if(HETRUN_WHEEL OR HETRUN_STATIC_DEPS)
   get_target_property(_spdlog_inc spdlog::spdlog_header_only INTERFACE_INCLUDE_DIRECTORIES)
   get_target_property(_fmt_inc fmt::fmt-header-only INTERFACE_INCLUDE_DIRECTORIES)
   target_include_directories(hetrun_logging_deps SYSTEM INTERFACE ${_spdlog_inc} ${_fmt_inc})
@@ -30,8 +31,8 @@ endif()
 foreach(_lib IN ITEMS zstd lz4)
   string(TOUPPER ${_lib} _up)
   find_path(HETRUN_${_up}_INCLUDE_DIR ${_lib}.h REQUIRED)
-  if(HETRUN_WHEEL)
-    # Static archives, linked into the extension and the launcher (Debian's are
+  if(HETRUN_WHEEL OR HETRUN_STATIC_DEPS)
+    # Static archives, linked into the extension and the launcher (Debian's and Ubuntu's are
     # position-independent).
     find_library(HETRUN_${_up}_LIBRARY NAMES lib${_lib}.a ${_lib} REQUIRED)
   else()
