@@ -4,6 +4,7 @@ in this process (tuned and untuned, re-seeded); rank 0 writes a JSON summary lik
 import argparse
 import json
 import os
+import sys
 import time
 
 import accelerate
@@ -97,3 +98,7 @@ def main():
 
 if __name__ == "__main__":
     main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Gloo's teardown can abort at exit under load (torch 2.11; docs/how-to/fsdp2.md)
+    os._exit(0)

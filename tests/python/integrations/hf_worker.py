@@ -5,6 +5,7 @@ shares, both runs' samples/s, and the largest parameter difference between the t
 import argparse
 import json
 import os
+import sys
 import time
 
 import torch
@@ -131,3 +132,7 @@ def main():
 
 if __name__ == "__main__":
     main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Gloo's teardown can abort at exit under load (torch 2.11; docs/how-to/fsdp2.md)
+    os._exit(0)

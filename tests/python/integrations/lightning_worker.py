@@ -5,6 +5,7 @@ samples/s, and the largest parameter difference between the two."""
 import argparse
 import json
 import os
+import sys
 import time
 
 import lightning as L
@@ -95,3 +96,7 @@ def main():
 
 if __name__ == "__main__":
     main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Gloo's teardown can abort at exit under load (torch 2.11; docs/how-to/fsdp2.md)
+    os._exit(0)
