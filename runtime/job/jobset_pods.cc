@@ -13,7 +13,6 @@
 namespace hetrun::topology_internal {
 namespace {
 
-constexpr std::string_view kJobSet = "JobSet";
 constexpr std::string_view kVars[] = {"HETRUN_JOBSET_NAME", "HETRUN_JOBSET_JOB_INDEX",
                                       "HETRUN_JOBSET_GLOBAL_INDEX", "HETRUN_JOBSET_RESTART_ATTEMPT",
                                       "HETRUN_JOBSET_REPLICAS"};
