@@ -14,6 +14,10 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
+# ccache (CMakeLists.txt uses it when installed) hashes paths relative to this clone and leaves the
+# build directory out, so a clone in another folder (CI's) reuses what any clone compiled.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
 .PHONY: setup build test demo bench fuzz format install clean asan docs docs-update wheel image
 
