@@ -1,5 +1,5 @@
 # Sourced by docker/Dockerfile's pip steps: where pip takes wheels from. With the build-time
-# volume /wheelhouse (scripts/image mounts the repository's .wheelhouse/ there, filled once with
+# volume /wheelhouse (scripts/image mounts ~/.cache/hetrun/wheelhouse there, filled once with
 # `pip download`), from it alone: nothing is downloaded again. Without it (a plain `docker build`
 # in CI), from the package index, through the build's pip cache mount.
 if [ -d /wheelhouse ] && ls /wheelhouse/*.whl >/dev/null 2>&1; then
