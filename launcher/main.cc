@@ -13,6 +13,7 @@
 #include "hetrun/base/env.h"
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/logging.h"
+#include "hetrun/base/unknown_env_vars.h"
 #include "rendezvous/rendezvous_api.h"
 #include "supervise/report/termination_log.h"
 
@@ -44,6 +45,9 @@ int Main(int argc, char** argv) {
     (void)ConfigureLogging(LogOptions{});
     if (setup.ok()) setup = Status(StatusCode::kUsage, configured.message());
   }
+
+  // A misspelled HETRUN_* setting would otherwise be ignored without a word.
+  for (const std::string& unknown : UnknownHetrunVariables(env)) spdlog::warn("{}", unknown);
 
   Result<int> result = setup.ok() ? Dispatch(args, env, std::cout, std::cerr) : Result<int>(setup);
   std::cout.flush();

@@ -24,6 +24,7 @@
 #include "commands/run/run_plan.h"
 #include "commands/run/run_preflight.h"
 #include "commands/run/run_store.h"
+#include "commands/run/worker_command.h"
 #include "commands/run/worker_specs.h"
 #include "hetrun/base/exit_code.h"
 #include "supervise/run_folder.h"
@@ -90,6 +91,12 @@ Result<int> commands::Run(const CommandContext& context) {
     return kExitOk;
   }
   HETRUN_ASSIGN_OR_RETURN(RunPlan plan, ResolveRun(line, context.env));
+  // The workers' program exists before anything starts, bad flags first
+  // (commands/run/worker_command.h).
+  if (Status startable = CheckWorkerCommand(line.command, line.kind, context.env);
+      !startable.ok()) {
+    return RefuseWorkerCommand(startable, context.env);
+  }
   if (line.parsed.count("dry-run")) {
     HETRUN_RETURN_IF_ERROR(PrintDryRun(plan, context));
     return kExitOk;

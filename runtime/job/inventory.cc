@@ -81,7 +81,11 @@ Result<Inventory> LocalInventory(const Environment& env, std::string_view fake_f
   Inventory inventory;
   if (!fake_flag.empty()) {
     auto gpus = ParseFakeGpus(fake_flag);
-    if (!gpus.ok()) return gpus.status().WithContext("--fake-gpus");
+    // A flag's bad value is a usage error (64); the same value from the environment is a
+    // configuration error (78), as for every setting (docs/ARCHITECTURE.md §4.1).
+    if (!gpus.ok()) {
+      return UsageError("--fake-gpus '" + Shown(fake_flag) + "': " + gpus.status().message());
+    }
     inventory.gpus = std::move(gpus).value();
     inventory.source = InventorySource::kFake;
     inventory.source_detail = "--fake-gpus";
@@ -89,7 +93,10 @@ Result<Inventory> LocalInventory(const Environment& env, std::string_view fake_f
   }
   if (std::optional<std::string> declared = env.Get("HETRUN_FAKE_GPUS")) {
     auto gpus = ParseFakeGpus(*declared);
-    if (!gpus.ok()) return gpus.status().WithContext("HETRUN_FAKE_GPUS (environment)");
+    if (!gpus.ok()) {
+      return InvalidArgumentError("HETRUN_FAKE_GPUS='" + Shown(*declared) +
+                                  "' (environment): " + gpus.status().message());
+    }
     inventory.gpus = std::move(gpus).value();
     inventory.source = InventorySource::kFake;
     inventory.source_detail = "HETRUN_FAKE_GPUS";

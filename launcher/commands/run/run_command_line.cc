@@ -37,6 +37,7 @@ Result<RunCommandLine> ParseRunCommandLine(cxxopts::Options& options,
                              return std::string(text);
                            }));
   line.command = WorkerCommand(torchrun, python);
+  line.kind = torchrun.kind;
   return line;
 }
 

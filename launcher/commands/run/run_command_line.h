@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "commands/command.h"
+#include "commands/torchrun_args.h"
 #include "hetrun/base/status.h"
 #include "rendezvous/store_port.h"
 
@@ -17,6 +18,7 @@ namespace hetrun::launcher {
 struct RunCommandLine {
   cxxopts::ParseResult parsed;
   std::vector<std::string> command;
+  ProgramKind kind = ProgramKind::kExec;  ///< how `command` starts (a Python worker or not)
   bool help = false;
   bool free_port = false;    ///< the port was chosen here (port 0 or --standalone): one node only
   StorePort free_port_held;  ///< that port, held since it was chosen

@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "commands/run/pipeline_inputs.h"
+#include "commands/run/workers_per_gpu.h"
 #include "commands/setting.h"
 #include "commands/torchrun_args.h"
 #include "hetrun/base/logging.h"
@@ -225,6 +226,11 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
   plan.local_workers = topology.per_process ? 1 : topology.ranks.size();
   SetLogIdentity(topology.node_rank.value, topology.per_process ? topology.ranks[0] : -1);
   HETRUN_ASSIGN_OR_RETURN(plan.inventory, DeclaredInventory(env, topology_options.fake_gpus));
+  if (plan.inventory) {
+    HETRUN_RETURN_IF_ERROR(CheckWorkersFitDeclaredGpus(
+        plan.local_workers, topology, *plan.inventory,
+        {topology_options.flags.nproc_per_node.has_value(), !topology_options.fake_gpus.empty()}));
+  }
   if (!plan.inventory && !env.Get("HETRUN_GPU_FAMILY")) plan.nvml_families = GpuFamiliesFromNvml();
   HETRUN_ASSIGN_OR_RETURN(plan.preflight, ReadPreflightOptions(parsed, env));
   plan.preflight.python = parsed.count("python") ? parsed["python"].as<std::string>()

@@ -7,6 +7,7 @@
 #include "commands/phase_signals.h"
 #include "commands/run/run_outcome.h"
 #include "commands/run/worker_specs.h"
+#include "commands/run/workers_per_gpu.h"
 #include "hetrun/base/exit_code.h"
 #include "preflight/collective_check.h"
 #include "supervise/report/termination_log.h"
@@ -53,6 +54,7 @@ Result<int> PreflightUnderSignals(const RunPlan& plan, const CommandContext& con
   }
   HETRUN_ASSIGN_OR_RETURN(*out, std::move(preflight));
   if (out->rendezvous) out->rendezvous->set_interrupt({});
+  WarnWorkersShareProbedGpus(plan.local_workers, out->inventory);
   return -1;
 }
 

@@ -64,10 +64,21 @@ TEST(InventoryTest, FlagBeatsEnvironmentBeatsProbe) {
   EXPECT_TRUE(none->gpus.empty());
 }
 
-TEST(InventoryTest, BadEnvironmentInventoryNamesTheVariable) {
+TEST(InventoryTest, BadEnvironmentInventoryIsAConfigurationErrorNamingTheVariable) {
   auto bad = LocalInventory(Environment({{"HETRUN_FAKE_GPUS", "nonsense"}}), "", nullptr);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("HETRUN_FAKE_GPUS"), std::string::npos);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);  // exit 78
+  EXPECT_NE(bad.status().message().find("HETRUN_FAKE_GPUS='nonsense' (environment)"),
+            std::string::npos)
+      << bad.status().message();
+}
+
+TEST(InventoryTest, BadFlagInventoryIsAUsageErrorNamingTheFlag) {
+  auto bad = LocalInventory(Environment(), "nonsense", nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kUsage);  // exit 64
+  EXPECT_NE(bad.status().message().find("--fake-gpus 'nonsense'"), std::string::npos)
+      << bad.status().message();
 }
 
 }  // namespace

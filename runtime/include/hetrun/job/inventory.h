@@ -56,7 +56,8 @@ class GpuProbe {
 };
 
 /// The local inventory: `fake_flag` (from --fake-gpus) when not empty, else HETRUN_FAKE_GPUS,
-/// else `probe` (may be null: then no GPUs).
+/// else `probe` (may be null: then no GPUs). A bad --fake-gpus is a usage error (exit 64), a bad
+/// HETRUN_FAKE_GPUS a configuration error (78).
 Result<Inventory> LocalInventory(const Environment& env, std::string_view fake_flag,
                                  GpuProbe* probe);
 
