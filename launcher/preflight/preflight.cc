@@ -366,7 +366,7 @@ Result<PreflightResult> RunPreflight(const Topology& topology,
   if (options.interrupted && options.interrupted() != 0) {
     return UnavailableError("stopped before the rendezvous");
   }
-  if (mine.nnodes <= 1) {
+  if (mine.nnodes <= 1 || options.local_only) {
     result.records.push_back(mine);
     HETRUN_RETURN_IF_ERROR(CheckJob(result, mine, scan, options));
     return result;

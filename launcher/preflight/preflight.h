@@ -47,6 +47,9 @@ struct PreflightOptions {
   std::string python = "python3";
   /// Polled by every wait (store connect, rendezvous): a shutdown signal's number ends it.
   InterruptFn interrupted;
+  /// --dry-run: this node's checks as for a one-node job, no rendezvous (the ceiling is this
+  /// node's; a run's is the minimum over every node's).
+  bool local_only = false;
 };
 
 /// Adds the "preflight" option group: --rdzv-timeout --peer-timeout --memory-reserve

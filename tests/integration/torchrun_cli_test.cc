@@ -293,6 +293,71 @@ TEST_F(TorchrunCliTest, DryRunPrintsEachWorkersCommandAndEnvironmentAndStartsNot
   EXPECT_FALSE(std::filesystem::exists(marker)) << "--dry-run started a worker";
 }
 
+/// --dry-run's "# rank R" sections: rank -> the NAME=VALUE lines printed for it.
+std::map<int, std::map<std::string, std::string>> ParseDryRun(const std::string& out) {
+  std::map<int, std::map<std::string, std::string>> ranks;
+  std::istringstream lines(out);
+  int rank = -1;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# rank ", 0) == 0) {
+      rank = std::atoi(line.c_str() + 7);
+      continue;
+    }
+    const size_t equals = line.find('=');
+    if (rank < 0 || line.empty() || line[0] == '#' || equals == std::string::npos) continue;
+    ranks[rank][line.substr(0, equals)] = line.substr(equals + 1);
+  }
+  return ranks;
+}
+
+// Issue 38, item 7: the dry run showed TORCHELASTIC_USE_AGENT_STORE=False where a run sets True,
+// and no HETRUN_MEMORY_CEILING_BYTES or PYTORCH_ALLOC_CONF. Now every variable it prints is the
+// one the worker gets, and every variable hetrun sets or changes for a worker is printed.
+TEST_F(TorchrunCliTest, DryRunPrintsTheEnvironmentARealWorkerGets) {
+  const std::vector<std::string> args = {"--nproc-per-node",
+                                         "2",
+                                         "--fake-gpus",
+                                         "A100-SXM4-80GB:8.0:81049,H100-SXM5-80GB:9.0:81082",
+                                         "--master-port",
+                                         std::to_string(testing::FreePort()),
+                                         "--run-id",
+                                         "compare",
+                                         "WORKER"};
+  std::vector<std::string> dry_args = args;
+  dry_args.insert(dry_args.begin(), "--dry-run");
+  HetrunProcess dry(Expand(dry_args), env_, dir_.path(), "dry-compare");
+  ASSERT_EQ(dry.Wait(), 0) << dry.err();
+  const auto printed = ParseDryRun(dry.out());
+  int code = -1;
+  WorkerDump real = Run(args, &code);
+  ASSERT_EQ(code, 0) << last_err_;
+  ASSERT_EQ(printed.size(), 2u) << dry.out();
+  ASSERT_EQ(real.env.size(), 2u) << last_err_;
+  for (const auto& [rank, vars] : printed) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const std::map<std::string, std::string>& worker = real.env[rank];
+    for (const char* name : {"TORCHELASTIC_USE_AGENT_STORE", "HETRUN_MEMORY_CEILING_BYTES"}) {
+      EXPECT_TRUE(vars.contains(name)) << name << "\n" << dry.out();
+    }
+    EXPECT_EQ(vars.at("TORCHELASTIC_USE_AGENT_STORE"), testing::OneNodeAgentStore());
+    for (const auto& [name, value] : vars) {
+      if (value.rfind("<", 0) == 0) continue;  // in the run folder, made by a run only
+      ASSERT_TRUE(worker.contains(name)) << name;
+      EXPECT_EQ(worker.at(name), value) << name;
+    }
+    for (const auto& [name, value] : worker) {
+      auto own = env_.find(name);
+      if ((own != env_.end() && own->second == value) || name == "LC_CTYPE") continue;
+      EXPECT_TRUE(vars.contains(name)) << name << "=" << value << " is not in the dry run";
+    }
+  }
+  // A torch that takes a memory fraction gets it, in the dry run as in the run.
+  if (printed.at(0).contains("PYTORCH_ALLOC_CONF")) {
+    EXPECT_NE(printed.at(0).at("PYTORCH_ALLOC_CONF").find("per_process_memory_fraction:"),
+              std::string::npos);
+  }
+}
+
 TEST_F(TorchrunCliTest, TeeRedirectsAndRankFilterFollowTorchrunsLogLayout) {
   std::string logs = dir_.path() + "/logs";
   HetrunProcess run({"--nproc-per-node", "2", "--redirects", "1", "--tee", "2", "--log_dir", logs,

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "commands/run/run_store.h"
 #include "commands/run/worker_specs.h"
 #include "preflight/collective_check.h"
 
@@ -28,18 +29,41 @@ bool TorchrunSets(const std::string& name) {
   return kNames.contains(name) || name.rfind("TORCHELASTIC_", 0) == 0;
 }
 
+/// The variables the supervisor sets in the run folder when it starts a worker (made by a run
+/// only), as placeholders.
+void PrintRunFolderVariables(const RunPlan& plan, const WorkerSpec& worker, std::ostream& out) {
+  out << "HETRUN_RUN_DIR=<run folder, made at start>\n";
+  if (plan.supervision.hang_timeout.count() > 0) {
+    out << "HETRUN_HEARTBEAT=<run folder>/heartbeat file of local rank " << worker.local_rank
+        << "\n";
+  }
+  if (plan.layout) out << "HETRUN_PLAN=<run folder>/the layout file\n";
+  out << "TORCHELASTIC_ERROR_FILE=<run folder>/attempt_0/rank_" << worker.rank << "/error.json\n";
+}
+
 }  // namespace
 
-Status PrintDryRun(const RunPlan& plan, const CommandContext& context) {
-  PreflightResult no_preflight;
+Status PrintDryRun(RunPlan& plan, const CommandContext& context) {
+  // This node's preflight, as a run makes it, without meeting the other nodes.
+  PreflightOptions options = plan.preflight;
+  options.local_only = true;
+  HETRUN_ASSIGN_OR_RETURN(PreflightResult preflight,
+                          RunPreflight(plan.topology, plan.inventory, options, context.env));
+  const int members = MembershipOf(plan.topology).members;
+  plan.agent_store = members > 1 || StoreWouldBeHosted(plan);
   HETRUN_ASSIGN_OR_RETURN(std::vector<WorkerSpec> workers,
-                          WorkerSpecs(plan, no_preflight, context.env)(0, false));
+                          WorkerSpecs(plan, preflight, context.env)(0, false));
   if (plan.collective_check.enabled) {
     CollectiveCheckInput check;
     check.options = plan.collective_check;
     check.python = plan.preflight.python;
     check.world_size = plan.topology.world_size;
     context.out << CollectiveCheckPlanText(check) << "\n";
+  }
+  if (members > 1 && preflight.ceiling) {
+    context.out << "# " << members
+                << " launchers: the memory ceiling below is this node's GPUs' only; a run's is "
+                   "the minimum over every node's GPUs (after the rendezvous)\n";
   }
   for (const WorkerSpec& worker : workers) {
     context.out << "# rank " << worker.rank << " (local rank " << worker.local_rank
@@ -54,9 +78,8 @@ Status PrintDryRun(const RunPlan& plan, const CommandContext& context) {
         context.out << name << "=" << value << "\n";
       }
     }
-    context.out << "HETRUN_RUN_DIR=<run folder, made at start>\n"
-                   "TORCHELASTIC_ERROR_FILE=<run folder>/attempt_0/rank_"
-                << worker.rank << "/error.json\n\n";
+    PrintRunFolderVariables(plan, worker, context.out);
+    context.out << "\n";
   }
   return Status::Ok();
 }

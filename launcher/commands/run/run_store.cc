@@ -55,6 +55,10 @@ Result<std::unique_ptr<OneNodeStore>> HoldOneNodeStore(const RunPlan& plan, Stor
   return std::make_unique<OneNodeStore>(host, std::move(port));
 }
 
+bool StoreWouldBeHosted(const RunPlan& plan) {
+  return FindRendezvousLibrary(TorchDirOf(plan.preflight.python)).ok();
+}
+
 void StartOneNodeStore(OneNodeStore& store, RunPlan& plan) {
   plan.agent_store =
       store.Start(TorchDirOf(plan.preflight.python), spdlog::should_log(spdlog::level::debug));

@@ -34,6 +34,10 @@ Status ChooseStandaloneRunId(TorchrunArgs& torchrun);
 /// where the rendezvous hosts the store.
 Result<std::unique_ptr<OneNodeStore>> HoldOneNodeStore(const RunPlan& plan, StorePort free_port);
 
+/// --dry-run: whether StartOneNodeStore would host the store (TORCHELASTIC_USE_AGENT_STORE=True):
+/// the same lookup of the plugin and its torch that OneNodeStore::Start makes.
+bool StoreWouldBeHosted(const RunPlan& plan);
+
 /// Right before the workers start: the store's libtorch part comes up beside them (or, without
 /// the plugin, the port is released for rank 0); a store that fails to come up stops them.
 void StartOneNodeStore(OneNodeStore& store, RunPlan& plan);
