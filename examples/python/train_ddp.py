@@ -2,7 +2,7 @@
 """Heterogeneous data-parallel training of a tiny GPT with DistributedDataParallel and hetrun's
 tuner: the Python counterpart of examples/trainer (same model, same synthetic task).
 
-    hetrun run --nproc-per-node 6 -- python examples/python/train_ddp.py [--no-tune] [...]
+    hetrun run --nproc-per-node 6 examples/python/train_ddp.py [--no-tune] [...]
 
 Each rank trains on its share of every global batch (hetrun.Tuner; the DataLoader reads only the
 rank's own samples through hetrun.ShareBatchSampler); gradients are exact for any split (the DDP

@@ -13,9 +13,13 @@ site and on the code host; docs/development.md "Runnable blocks"):
     <!-- runnable: timeout=600 -->             seconds (default 300)
 
 A page's blocks run in order in one fresh folder that holds a link to the repository's
-examples/ (so paths read as they do from a clone), under `bash -euo pipefail`, with the built
-`hetrun` and the project's .venv first on PATH and a free port in HETRUN_MASTER_PORT, a fresh
-one per block (the default 29500 may be taken on a shared machine). HETRUN_BIN, set by ctest, names the binary.
+examples/ (so paths read as they do from a clone), under `bash -euo pipefail`, with the
+PATH the pages state: the built `hetrun`'s folder first (`export PATH=$PWD/build/bin:$PATH` in the
+clone), then the system's, with no virtualenv on it (a `.py` worker of the build-tree hetrun runs
+under the Python the build was configured with, the clone's .venv/bin/python:
+docs/how-to/install.md); the CUDA toolkit's bin/ for the pages that need nvcc; and a free port in
+HETRUN_MASTER_PORT, a fresh one per block (the default 29500 may be taken on a shared machine).
+HETRUN_BIN, set by ctest, names the binary.
 """
 
 import os
@@ -85,20 +89,36 @@ def free_port():
         return s.getsockname()[1]
 
 
+def in_a_virtualenv(folder):
+    """Whether a PATH entry is a virtualenv's bin/ (its parent holds pyvenv.cfg)."""
+    return (pathlib.Path(folder).parent / "pyvenv.cfg").is_file()
+
+
+def hetrun_binary():
+    return pathlib.Path(os.environ.get("HETRUN_BIN", ROOT / "build" / "bin" / "hetrun"))
+
+
 def environment():
-    hetrun = pathlib.Path(os.environ.get("HETRUN_BIN", ROOT / "build" / "bin" / "hetrun"))
+    hetrun = hetrun_binary()
     assert os.access(hetrun, os.X_OK), f"no hetrun binary at {hetrun} (set HETRUN_BIN)"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HETRUN_", "VIRTUAL_ENV"))}
-    path = [str(hetrun.resolve().parent), str(ROOT / ".venv" / "bin"), env.get("PATH", "")]
+    system = [p for p in env.get("PATH", "/usr/bin:/bin").split(":") if p and not in_a_virtualenv(p)]
+    path = [str(hetrun.resolve().parent)] + system
     cuda = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin"
     if cuda.is_dir():
-        path.insert(2, str(cuda))
+        path.insert(1, str(cuda))
     env.update(PATH=":".join(path), PYTHONWARNINGS="ignore")
     return env
 
 
 def test_the_site_has_runnable_blocks():
     assert len(PAGES) >= 4, [str(p) for p in PAGES]  # the tutorials at least
+
+
+def test_the_pages_path_has_the_built_hetrun_first_and_no_virtualenv():
+    path = environment()["PATH"].split(":")
+    assert path[0] == str(hetrun_binary().resolve().parent), path
+    assert str(ROOT / ".venv" / "bin") not in path and not any(map(in_a_virtualenv, path)), path
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
