@@ -81,15 +81,23 @@ void ExpectJobOnlyNetworkPolicy(const std::string& yaml, const std::string& job_
 void ExpectShmAndMetricsPort(const json& job, const std::string& what) {
   for (const json& task : job["spec"]["tasks"]) {
     const json& pod = task["template"];
-    EXPECT_EQ(pod["spec"]["volumes"],
-              json::array({{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}}}))
-        << what;
+    // The dshm volume first; an example may add ConfigMaps, mounted read-only (python-ddp.yaml:
+    // its training script).
+    const json& volumes = pod["spec"]["volumes"];
+    ASSERT_TRUE(volumes.is_array() && !volumes.empty()) << what;
+    EXPECT_EQ(volumes[0], json({{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}})) << what;
+    for (size_t i = 1; i < volumes.size(); ++i) {
+      EXPECT_TRUE(volumes[i].contains("configMap")) << what << ": " << volumes[i];
+    }
     EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/port"], "9400") << what;
     EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/scrape"], "true") << what;
     for (const json& container : pod["spec"]["containers"]) {
-      EXPECT_EQ(container["volumeMounts"],
-                json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}}}))
-          << what;
+      const json& mounts = container["volumeMounts"];
+      ASSERT_EQ(mounts.size(), volumes.size()) << what;
+      EXPECT_EQ(mounts[0], json({{"name", "dshm"}, {"mountPath", "/dev/shm"}})) << what;
+      for (size_t i = 1; i < mounts.size(); ++i) {
+        EXPECT_EQ(mounts[i].value("readOnly", false), true) << what << ": " << mounts[i];
+      }
       EXPECT_EQ(container["ports"],
                 json::array({{{"name", "metrics"}, {"containerPort", 9400}, {"protocol", "TCP"}}}))
           << what;
