@@ -41,7 +41,9 @@ Result<std::string> FindTorchPackageDir(const std::string& python,
   if (spawned != 0) {
     close(fds[0]);
     return FailedPreconditionError("cannot run " + python +
-                                   " (HETRUN_PYTHON) to find torch: " + std::strerror(spawned));
+                                   " to find torch: " + std::strerror(spawned) +
+                                   " (name an interpreter that has torch with --python or "
+                                   "HETRUN_PYTHON)");
   }
   HETRUN_ASSIGN_OR_RETURN(ChildOutput child, CollectChildOutput(fds[0], pid, timeout, python));
   if (child.timed_out) {
