@@ -9,6 +9,8 @@
 // commands/run/: the options and the command line, the RunPlan read before the preflight and its
 // pipeline inputs (resolve), the ports and the one-node store, the preflight and the collective
 // check, the workers of each attempt (supervise), the metrics endpoint, the dry run, the outcome.
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +29,7 @@
 #include "commands/run/worker_command.h"
 #include "commands/run/worker_specs.h"
 #include "hetrun/base/exit_code.h"
+#include "supervise/child_process.h"
 #include "supervise/run_folder.h"
 #include "supervise/supervisor.h"
 
@@ -92,12 +95,15 @@ Result<int> commands::Run(const CommandContext& context) {
   }
   HETRUN_ASSIGN_OR_RETURN(RunPlan plan, ResolveRun(line, context.env));
   // The workers' program exists before anything starts, bad flags first
-  // (commands/run/worker_command.h).
+  // (commands/run/worker_command.h). A dry run only warns: its paths may be the pod's.
+  const bool dry_run = line.parsed.count("dry-run") > 0;
   if (Status startable = CheckWorkerCommand(line.command, line.kind, context.env);
       !startable.ok()) {
-    return RefuseWorkerCommand(startable, context.env);
+    if (!dry_run) return RefuseWorkerCommand(startable, context.env);
+    spdlog::warn("a run here would exit {}: {}", ExitCodeForSpawnError(startable),
+                 startable.message());
   }
-  if (line.parsed.count("dry-run")) {
+  if (dry_run) {
     HETRUN_RETURN_IF_ERROR(PrintDryRun(plan, context));
     return kExitOk;
   }

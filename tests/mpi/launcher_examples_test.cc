@@ -30,9 +30,12 @@ std::map<std::string, std::string> BaseEnv() {
   std::string bin = std::string(HETRUN_BINARY);
   bin = bin.substr(0, bin.rfind('/'));
   const char* path = std::getenv("PATH");
+  // HETRUN_PYTHON as in the pods, whose installed hetrun starts python3 from PATH (the launcher
+  // of this build tree would start the build's Python: preflight/default_python.h).
   return {{"PATH", bin + ":" + (path ? path : "/usr/bin:/bin")},
           {"HOME", "/tmp"},
-          {"HETRUN_TERMINATION_LOG", ""}};
+          {"HETRUN_TERMINATION_LOG", ""},
+          {"HETRUN_PYTHON", "python3"}};
 }
 
 bool Contains(const std::string& text, const std::string& part) {

@@ -3,7 +3,7 @@
 // interpreter of `hetrun run train.py` / `-m module` missing from PATH, or a worker script that
 // does not exist is refused before the preflight and any worker, with the exit code a failed
 // exec would give (127 not found, 126 not executable; exit_codes.def), instead of every worker
-// failing alike later.
+// failing alike later. `--dry-run` only warns (its paths may be those of the pod it previews).
 #pragma once
 
 #include <string>

@@ -108,6 +108,12 @@ TEST(RunMistakesTest, AWorkerScriptThatDoesNotExistIsRefusedBeforeAnyWorkerStart
               std::string::npos);
     EXPECT_FALSE(WorkerStarted(dir));
   }
+  // A dry run previews a pod's command line, whose paths may not exist here: a warning only.
+  HetrunProcess dry({"run", "--dry-run", "--python", python, missing}, HetrunEnv(dir.path()),
+                    dir.path(), "dry");
+  EXPECT_EQ(dry.Wait(), 0) << dry.err();
+  EXPECT_NE(dry.err().find("a run here would exit 127: the worker script"), std::string::npos)
+      << dry.err();
   // The same command with the script in place starts the workers.
   dir.WriteFile("trian.py", "");
   HetrunProcess run({"run", "--nproc-per-node", "1", "--python", python, missing},
