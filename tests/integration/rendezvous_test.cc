@@ -71,8 +71,12 @@ std::vector<ProcessResult> RunJob(const std::vector<Node>& nodes, int nnodes,
       argv.insert(argv.end(), {"--", "sh", "-c", node.worker});
       ProcessOptions options;
       options.timeout = timeout;
+      // Two workers a node, one GPU each (more workers than declared GPUs exits 64): a node
+      // given one GPU declares it twice.
+      const std::string gpus =
+          node.gpus.find(',') == std::string::npos ? node.gpus + "," + node.gpus : node.gpus;
       std::map<std::string, std::string> env = {{"PATH", std::getenv("PATH")},
-                                                {"HETRUN_FAKE_GPUS", node.gpus},
+                                                {"HETRUN_FAKE_GPUS", gpus},
                                                 {"HETRUN_TERMINATION_LOG", "/dev/null"}};
       for (const auto& [k, v] : node.extra_env) env[k] = v;
       options.env = env;
