@@ -3,9 +3,9 @@ Gloo on CPU, started by the tests' run_workers (conftest.py). Modes:
 
   exact OUT CASES...   each case STAGE:ACCUM:REPLAN:CAP:CLIP trains a fresh engine 6 steps
                        with unequal shares and compares its parameters with a one-process
-                       reference on the same global batches (float64, clipped alike)
-  balance OUT STAGE    2 emulated H100 + 1 A100 at 3x (HETRUN_EMULATE_SLOWDOWN), tuned
-  errors OUT           the ValueErrors a user meets, by message
+                       reference on the same global batches (float64, clipped alike); then
+                       the ValueErrors a user meets, by message
+  balance OUT STAGES.. 2 emulated H100 + 1 A100 at 3x (HETRUN_EMULATE_SLOWDOWN), tuned
 
 Each rank writes OUT/rank<r>.json and leaves with os._exit(0) (Gloo's teardown can abort at exit
 under torch 2.11)."""
@@ -158,12 +158,10 @@ def errors(out):
 def main():
     mode, out = sys.argv[1], pathlib.Path(sys.argv[2])
     deepspeed.init_distributed(dist_backend="gloo", verbose=False)
-    if mode == "exact":
-        result = exact(out, sys.argv[3:])
-    elif mode == "balance":
-        result = balance_run(out, sys.argv[3])
+    if mode == "exact":  # and then the errors: one launch
+        result = dict(exact(out, sys.argv[3:]), errors=errors(out))
     else:
-        result = errors(out)
+        result = {"stages": {stage: balance_run(out, stage) for stage in sys.argv[3:]}}
     result["deepspeed"] = deepspeed.__version__
     (out / f"rank{os.environ['RANK']}.json").write_text(json.dumps(result))
 
