@@ -1,5 +1,5 @@
 """DeepSpeed ZeRO (a deepspeed.DeepSpeedEngine, stages 0-3) under hetrun.Tuner
-(docs/ARCHITECTURE.md §5.9).
+(docs/ARCHITECTURE.md §5.12).
 
 The tuner's group is DeepSpeed's data-parallel group, which must be the whole world (a model-,
 pipeline- or sequence-parallel dimension is out of scope: ValueError). What is timed is this
