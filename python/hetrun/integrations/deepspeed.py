@@ -290,7 +290,8 @@ class ZeroBalance:
             yield self
         except BaseException as error:
             self._micro, ctx, self._ctx = 0, self._ctx, None
-            ctx.__exit__(type(error), error, error.__traceback__)
+            if ctx is not None:
+                ctx.__exit__(type(error), error, error.__traceback__)
             raise
         if self.last_micro:
             self._micro, ctx, self._ctx = 0, self._ctx, None

@@ -1,7 +1,7 @@
 """One rank of the ZeroBalance tests (hetrun.integrations.deepspeed): real DeepSpeed engines over
 Gloo on CPU, started by the tests' run_workers (conftest.py). Modes:
 
-  exact OUT CASES...   each case STAGE:ACCUM:REPLAN:CAP:CLIP trains a fresh engine 6 steps
+  exact OUT CASES...   each case STAGE:ACCUM:SPLIT:CAP:CLIP[:unmanaged] trains a fresh engine 6 steps
                        with unequal shares and compares its parameters with a one-process
                        reference on the same global batches (float64, clipped alike); then
                        the ValueErrors a user meets, by message
@@ -40,11 +40,11 @@ def mlp(hidden=16, depth=1):
     return torch.nn.Sequential(*layers, torch.nn.Linear(hidden, 1))
 
 
-def config(stage, accum, clip, micro):
+def config(stage, accum, clip, micro, managed=True):
     return {"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": accum,
             "gradient_clipping": clip, "zero_optimization": {"stage": stage},
             "zero_allow_untested_optimizer": True, "steps_per_print": 10 ** 9,
-            "wall_clock_breakdown": False}
+            "wall_clock_breakdown": False, "managed_gradient_accumulation": managed}
 
 
 def full_params(engine):
@@ -58,23 +58,26 @@ def full_params(engine):
 
 def train(balance, engine, steps, dataset):
     loss_fn = torch.nn.functional.mse_loss
-    done, splits = 0, []
+    done, splits, counts = 0, [], []
     for x, y in balance.dataloader(dataset, seed=3):
         with balance.micro_step():
             if balance._micro == 0:
                 splits.append(balance.tuner.shares)
+                counts.append(len(balance._sizes))
             balance.backward(loss_fn(engine(x), y))
-            engine.step()
             last = balance.last_micro
+            if balance.managed or last:  # unmanaged: the caller's step() is the boundary
+                engine.step()
         done += last
         if done == steps:
             break
-    return splits
+    return splits, counts
 
 
 def reference(dataset, global_batch, steps, clip, lr):
-    """One process, the whole global batch per step, float64."""
+    """One process, the whole global batch per step, float64; also how many steps clipped."""
     model = mlp().double()
+    clipped = 0
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(3)).tolist()
     x, y = dataset.tensors
@@ -84,14 +87,15 @@ def reference(dataset, global_batch, steps, clip, lr):
         opt.zero_grad()
         loss.backward()
         if clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            clipped += float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip)) > clip
         opt.step()
-    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]), clipped
 
 
 def exact_case(case, world):
-    stage, accum, replan, cap, clip = case.split(":")
+    stage, accum, replan, cap, clip, *mode = case.split(":")
     stage, accum, replan, clip = int(stage), int(accum), replan == "replan", float(clip)
+    managed = mode != ["unmanaged"]
     micro, steps, lr = 3, 6, 0.1
     global_batch = micro * accum * world
     dataset = data()
@@ -100,16 +104,17 @@ def exact_case(case, world):
     options = dict(window=2, warmup=0, max_micro_batch=int(cap) if cap != "-" else None)
     if not replan:
         options.update(tune=False, shares=uneven)
-    balance = ZeroBalance(config(stage, accum, clip, micro), **options)
+    balance = ZeroBalance(config(stage, accum, clip, micro, managed), **options)
     model = mlp()
     engine, *_ = deepspeed.initialize(model=model, config=balance.config,
                                       optimizer=torch.optim.SGD(model.parameters(), lr=lr))
     balance.attach(engine)
-    splits = train(balance, engine, steps, dataset)
+    splits, micro_counts = train(balance, engine, steps, dataset)
     got = full_params(engine).double()
-    want = reference(dataset, global_batch, steps, clip, lr)
+    want, clipped = reference(dataset, global_batch, steps, clip, lr)
     error = float(((got - want).abs() / want.abs().clamp_min(1e-3)).max())
-    result = {"case": case, "max_rel_error": error, "splits": splits,
+    result = {"case": case, "max_rel_error": error, "splits": splits, "clipped_steps": clipped,
+              "micro_counts": micro_counts,
               "global_samples": engine.global_samples, "steps": steps,
               "global_batch": global_batch, "replans": len({tuple(s) for s in splits}) - 1}
     engine.destroy()

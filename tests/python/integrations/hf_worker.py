@@ -62,6 +62,17 @@ def model(kind):
 trained_steps = []
 
 
+def flat_params(net):
+    """The parameters as one vector (gathered on every rank when ZeRO-3 partitioned them)."""
+    params = list(net.parameters())
+    if any(hasattr(p, "ds_id") for p in params):
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(params):
+            return torch.cat([p.detach().reshape(-1).clone() for p in params])
+    return torch.cat([p.detach().reshape(-1) for p in params])
+
+
 def train(args, tune, steps=None, folder=None, save_at=None, resume=False):
     net = model(args.kind)
     saving = {"save_strategy": "steps", "save_steps": save_at} if save_at else \
@@ -79,7 +90,7 @@ def train(args, tune, steps=None, folder=None, save_at=None, resume=False):
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=True if resume else None)
     seconds = time.perf_counter() - start
-    params = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+    params = flat_params(net)
     shares = [list(r.shares) for r in trainer.tuner.reports]
     trained_steps.append(trainer.tuner.step_index)  # the steps this trainer ran itself
     return params, shares, trainer.global_batch * args.steps / seconds
