@@ -157,6 +157,16 @@ def errors(out):
         balance.attach(engine)
     except ValueError as error:
         found["config"] = str(error)
+    from accelerate import Accelerator
+    from accelerate.utils import DeepSpeedPlugin
+
+    from hetrun.integrations.accelerate import BalancedSteps
+
+    accelerator = Accelerator(deepspeed_plugin=DeepSpeedPlugin(zero_stage=2))
+    try:
+        BalancedSteps(accelerator, mlp(), batch_size=4)
+    except ValueError as error:
+        found["accelerate"] = str(error)
     return found
 
 

@@ -48,6 +48,9 @@ def test_unequal_shares_update_exactly_as_one_process(workers):
     # the same launch: what a user gets wrong, named
     assert "HetrunTrainer" in results[0]["errors"]["auto"], results[0]["errors"]
     assert "config=balance.config" in results[0]["errors"]["config"], results[0]["errors"]
+    # a bare Accelerator(deepspeed_plugin=...) loop: refused, naming what to use
+    assert "HetrunTrainer" in results[0]["errors"]["accelerate"], results[0]["errors"]
+    assert "ZeroBalance" in results[0]["errors"]["accelerate"], results[0]["errors"]
 
 
 def test_slow_rank_gets_less_and_measured_compute_is_balanced(workers):
