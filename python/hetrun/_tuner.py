@@ -75,8 +75,10 @@ class Tuner:
       marks this rank's last gradient bucket as the end of its compute region, then all-reduces
       like DDP's default hook, dividing by the group size for reduction="mean"), or the root
       module fully_shard returned (FSDP2, HSDP included: every unit's compute is timed between
-      FSDP's hooks, see hetrun/engines/fsdp.py). Without model, the step() block must end before any
-      collective (users who all-reduce themselves).
+      FSDP's hooks, see hetrun/engines/fsdp.py), or a DeepSpeed engine (ZeRO 0-3: compute
+      between the collectives of deepspeed.comm, hetrun/engines/deepspeed.py; driven by
+      hetrun.integrations.deepspeed.ZeroBalance). Without model, the step() block must end before
+      any collective (users who all-reduce themselves).
     warmup: steps no fit sees. min_share / max_share: bounds of every rank's share.
     group: the process group (default WORLD; with model=, model.process_group or the FSDP
       mesh's data-parallel group, which group= must then equal).
