@@ -1,7 +1,8 @@
 """One rank of the ZeroBalance tests (hetrun.integrations.deepspeed): real DeepSpeed engines over
 Gloo on CPU, started by the tests' run_workers (conftest.py). Modes:
 
-  exact OUT CASES...   each case STAGE:ACCUM:SPLIT:CAP:CLIP[:unmanaged] trains a fresh engine 6 steps
+  exact OUT CASES...   each case STAGE:ACCUM:SPLIT:CAP:CLIP[:unmanaged] (CAP: max_micro_batch,
+                       mN the memory model's ceiling of N samples, - none) trains a fresh engine 6 steps
                        with unequal shares and compares its parameters with a one-process
                        reference on the same global batches (float64, clipped alike); then
                        the ValueErrors a user meets, by message
@@ -101,7 +102,11 @@ def exact_case(case, world):
     dataset = data()
     uneven = [global_batch // 3] + [global_batch - global_batch // 3 - (world - 2) * (
         global_batch // 3)] + [global_batch // 3] * (world - 2)
-    options = dict(window=2, warmup=0, max_micro_batch=int(cap) if cap != "-" else None)
+    options = dict(window=2, warmup=0)
+    if cap.startswith("m"):  # the memory model's cap (hetrun/_memory.py): ceiling / per sample
+        options.update(bytes_per_sample=1000, memory_ceiling_bytes=1000 * int(cap[1:]))
+    elif cap != "-":
+        options.update(max_micro_batch=int(cap))
     if not replan:
         options.update(tune=False, shares=uneven)
     balance = ZeroBalance(config(stage, accum, clip, micro, managed), **options)

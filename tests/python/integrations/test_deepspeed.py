@@ -1,7 +1,7 @@
 """ZeroBalance (hetrun.integrations.deepspeed) with real DeepSpeed engines over Gloo on CPU.
 
 Exactness: for each ZeRO stage, 2 ranks train 6 steps with unequal shares (fixed 1:2, or re-planned
-by a tuner whose rank 0 is emulated 4x slower), with and without accumulation, with a capped
+by a tuner whose rank 0 is emulated 8x slower), with and without accumulation, with a capped
 micro-batch (more micro-batches, a job-wide count under ZeRO-2/3) and with clipping active; the
 parameters equal a one-process float64 reference on the same global batches within 1e-5
 relative. Timing: 2 emulated H100 + 1 A100 at 3x, compute-only (the waits inside DeepSpeed's
@@ -12,7 +12,7 @@ import pathlib
 
 
 WORKER = pathlib.Path(__file__).resolve().parent / "deepspeed_worker.py"
-SLOW_RANK0 = {"HETRUN_EMULATE_SLOWDOWN": "ampere=4,hopper=1",
+SLOW_RANK0 = {"HETRUN_EMULATE_SLOWDOWN": "ampere=8,hopper=1",
               "per_rank": {0: {"HETRUN_GPU_FAMILY": "ampere"}, 1: {"HETRUN_GPU_FAMILY": "hopper"}}}
 SLOW_A100 = {"HETRUN_EMULATE_SLOWDOWN": "ampere=3,hopper=1",
              "per_rank": {0: {"HETRUN_GPU_FAMILY": "hopper"}, 1: {"HETRUN_GPU_FAMILY": "hopper"},
@@ -23,11 +23,13 @@ CASES = ("{s}:1:fixed:-:0", "{s}:2:fixed:-:0", "{s}:1:replan:-:0", "{s}:2:replan
 # "managed_gradient_accumulation": false (the caller's engine.step() is the boundary), where
 # DeepSpeed 0.19 allows it: ZeRO-1 with per-rank micro-batch counts, ZeRO-2 job-wide
 UNMANAGED = ("1:2:replan:2:0:unmanaged", "2:2:replan:2:0:unmanaged")
+# the cap from the memory model (bytes_per_sample= and memory_ceiling_bytes=: 2 samples fit)
+MEMORY = ("1:2:replan:m2:0", "3:2:replan:m2:0")
 
 
 def test_unequal_shares_update_exactly_as_one_process(workers):
     # every stage's cases in one launch (DeepSpeed's import and initialise dominate)
-    cases = [c.format(s=stage) for stage in (0, 1, 2, 3) for c in CASES] + list(UNMANAGED)
+    cases = [c.format(s=stage) for stage in (0, 1, 2, 3) for c in CASES] + list(UNMANAGED + MEMORY)
     results = workers("exact", 2, SLOW_RANK0, args=cases, script=WORKER)
     for r in results[0]["cases"]:
         print(f"ZeRO {r['case']}: max relative error {r['max_rel_error']:.2e}, "
@@ -41,6 +43,8 @@ def test_unequal_shares_update_exactly_as_one_process(workers):
             assert r["replans"] >= 1, f"no re-plan happened: {r}"
         if r["case"].endswith(":0.05"):
             assert r["clipped_steps"] >= 1, f"clipping never acted: {r}"
+        if ":m2:" in r["case"] or ":2:0" in r["case"]:  # capped at 2: more micro-batches
+            assert max(r["micro_counts"]) >= 3, r
         if int(r["case"][0]) >= 2:  # every backward reduces: the same count on every rank
             other = next(o for o in results[1]["cases"] if o["case"] == r["case"])
             assert r["micro_counts"] == other["micro_counts"], (r, other)
