@@ -139,7 +139,7 @@ class _MicroBatchSampler(torch.utils.data.Sampler):
         for q in range(self.plan.steps_per_epoch):
             step = first + q
             shares = tuner.shares_at(step)
-            sizes = self.balance.plan_sizes(shares)
+            sizes = self.balance.plan_sizes(shares, step)
             self.balance._plans[step] = sizes
             self.next_step = step + 1
             at = q * self.plan.global_batch + sum(shares[:tuner.group_rank])
@@ -252,10 +252,12 @@ class ZeroBalance:
         caps = [c for c in (self.max_micro_batch, self.tuner.max_micro_batch) if c is not None]
         return min(caps) if caps else None
 
-    def plan_sizes(self, shares: List[int]) -> List[int]:
-        """This rank's micro-batch sizes for a step split as `shares`: k of them, more where
-        the cap needs (job-wide under ZeRO-2/3, where every backward reduces)."""
+    def plan_sizes(self, shares: List[int], step: int) -> List[int]:
+        """This rank's micro-batch sizes for step `step` split as `shares`: k of them, more
+        where the cap needs (job-wide under ZeRO-2/3, where every backward reduces)."""
         cap, k = self.micro_cap(), self.accumulation
+        if self.tuner._memory.measuring:  # bytes_per_sample="measure": step 1 at half the size
+            cap = self.tuner._memory.probe_cap(step, min(cap or max(shares), max(shares)))
         mine = shares[self.tuner.group_rank]
         if cap is None:
             count = k
