@@ -1,13 +1,15 @@
 // `hetrun plan --cluster FILE --model FILE [--json] [--compare-split N,N,...]
-//              [--emit volcano [--strict-homogeneous] | --emit jobset [--kueue-queue NAME] |
+//              [--emit volcano [--strict-homogeneous] | --emit jobset [--kueue-queue NAME]
+//               [--restart recreate|in-place] |
 //               --emit megatron [--one-per-line] | --emit torchtitan [--torchtitan-names E:L:H]]
-//              [--output FILE]]`,
+//              [--k8s-version X.Y] [--feature-gates NAME=true,...] [--output FILE]]`,
 // `hetrun plan --measured FILE (--cluster FILE --model FILE | --plan FILE) [--json]`:
 // the layer split of a pipeline over mixed GPU stages that minimises the slowest stage, its 1F1B
 // figures next to an even split (and a hand split), and the matching Volcano Job, JobSet (with
 // its Kueue queues) or Megatron-LM pipeline arguments.
 #include <cerrno>
 #include <cxxopts.hpp>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <ostream>
@@ -18,6 +20,7 @@
 #include "hetrun/pipeline/measured_plan.h"
 #include "hetrun/plan/cluster_spec.h"
 #include "hetrun/plan/jobset.h"
+#include "hetrun/plan/k8s_target.h"
 #include "hetrun/plan/kueue_queues.h"
 #include "hetrun/plan/links_fragment.h"
 #include "hetrun/plan/megatron_layout.h"
@@ -42,12 +45,19 @@ Status WriteOutput(const std::string& path, const std::string& text, std::ostrea
   return Status::Ok();
 }
 
-// Volcano names pods <job>-<task>-<index>, JobSet's DNS host names are <job>-<task>-<index>-0;
-// Kubernetes needs that to be a label (<= 63).
+// Volcano names pods <job>-<task>-<index>; Kubernetes needs that to be a label (<= 63). JobSet's
+// webhook checks its Job pods' names <jobset>-<job>-<index>-<pod>-xxxxx (the Job's 5-character
+// suffix) as DNS-1035 labels: at most 63 and the JobSet's name starting with a letter
+// (kubernetes-sigs/jobset pkg/webhooks/jobset_webhook.go).
 Status CheckPodNames(const plan::ClusterSpec& cluster, bool jobset) {
+  if (jobset && !cluster.job_name.empty() &&
+      (cluster.job_name.front() < 'a' || cluster.job_name.front() > 'z')) {
+    return InvalidArgumentError("JobSet name '" + cluster.job_name +
+                                "' must start with a letter (JobSet's webhook: DNS-1035 labels)");
+  }
   for (const plan::StageSlot& slot : cluster.stages) {
     std::string pod = cluster.job_name + "-" + slot.task + "-" + std::to_string(slot.task_index) +
-                      (jobset ? "-0" : "");
+                      (jobset ? "-0-xxxxx" : "");
     if (pod.size() > 63) {
       return InvalidArgumentError("pod name '" + pod +
                                   "' is longer than 63 characters: shorten "
@@ -74,8 +84,14 @@ Status ApplyJobFlags(const cxxopts::ParseResult& parsed, plan::ClusterSpec* clus
   }
   if (parsed.count("queue")) cluster->queue = parsed["queue"].as<std::string>();
   if (parsed.count("image")) cluster->image = parsed["image"].as<std::string>();
-  bool jobset = parsed.count("emit") && parsed["emit"].as<std::string>() == "jobset";
-  return CheckPodNames(*cluster, jobset);
+  const std::string emit = parsed.count("emit") ? parsed["emit"].as<std::string>() : "";
+  auto text = [&](const char* flag) {
+    return parsed.count(flag) ? parsed[flag].as<std::string>() : std::string();
+  };
+  HETRUN_ASSIGN_OR_RETURN(
+      cluster->k8s,
+      plan::ParseK8sTarget(text("k8s-version"), text("feature-gates"), text("restart"), emit));
+  return CheckPodNames(*cluster, emit == "jobset");
 }
 
 void AddPlanOptions(cxxopts::Options& options) {
@@ -88,11 +104,12 @@ void AddPlanOptions(cxxopts::Options& options) {
                                      cxxopts::value<std::string>())("json",
                                                                     "print the plan as JSON")(
       "compare-split", "also evaluate this split: layers per stage, e.g. 8,12,12,12,12,8",
-      cxxopts::value<std::string>())("emit",
-                                     "print instead of the plan: volcano (a Volcano Job), jobset "
-                                     "(a Kubernetes JobSet), megatron (Megatron-LM's pipeline "
-                                     "arguments) or torchtitan (torchtitan 0.3.0's overrides)",
-                                     cxxopts::value<std::string>())(
+      cxxopts::value<std::string>())(
+      "emit",
+      "print instead of the plan: volcano (a Volcano Job), jobset "
+      "(a Kubernetes JobSet), megatron (Megatron-LM's pipeline "
+      "arguments) or torchtitan (torchtitan's overrides, --torchtitan-version)",
+      cxxopts::value<std::string>())(
       "kueue-queue",
       "with --emit jobset: queue the JobSet in this Kueue LocalQueue and add the Kueue "
       "ResourceFlavors, ClusterQueue and LocalQueue to apply once",
@@ -100,6 +117,23 @@ void AddPlanOptions(cxxopts::Options& options) {
       "torchtitan-names",
       "with --emit torchtitan: EMBEDDING:LAYER:HEAD module names ({} = the layer index; default "
       "tok_embeddings:layers.{}:norm,lm_head)",
+      cxxopts::value<std::string>())(
+      "k8s-version",
+      "with --emit volcano|jobset: the Kubernetes version X.Y the manifests target (1.31-1.37; "
+      "default 1.31, the oldest the emitted fields need). From 1.35 the trainer restarts in "
+      "place on exit 75",
+      cxxopts::value<std::string>())(
+      "feature-gates",
+      "with --k8s-version: alpha gates the cluster has turned on, NAME=true,... "
+      "(ContainerRestartRules on 1.34, RestartAllContainersOnContainerExits on 1.35)",
+      cxxopts::value<std::string>())(
+      "restart",
+      "with --emit jobset: recreate (default) or in-place (JobSet's InPlaceRestart; Kubernetes "
+      "1.36, or 1.35 with RestartAllContainersOnContainerExits)",
+      cxxopts::value<std::string>())(
+      "torchtitan-version",
+      "with --emit torchtitan: whose keys, 0.3.0 (samples) or main (tokens, needs the model "
+      "file's sequence_length; default: the torchtitan installed beside hetrun, else 0.3.0)",
       cxxopts::value<std::string>())(
       "one-per-line",
       "with --emit megatron: one argument a line, unquoted, no comments (for mapfile -t ARGS)")(
@@ -130,8 +164,10 @@ Status CheckEmitFlags(const cxxopts::ParseResult& parsed, const std::string& emi
   if (parsed.count("one-per-line") && emit != "megatron") {
     return UsageError("--one-per-line goes with --emit megatron");
   }
-  if (parsed.count("torchtitan-names") && emit != "torchtitan") {
-    return UsageError("--torchtitan-names goes with --emit torchtitan");
+  for (const char* flag : {"torchtitan-names", "torchtitan-version"}) {
+    if (parsed.count(flag) && emit != "torchtitan") {
+      return UsageError(std::string("--") + flag + " goes with --emit torchtitan");
+    }
   }
   if (parsed.count("kueue-queue")) {
     std::string queue = parsed["kueue-queue"].as<std::string>();
@@ -139,6 +175,11 @@ Status CheckEmitFlags(const cxxopts::ParseResult& parsed, const std::string& emi
     if (!plan::IsDnsLabel(queue)) {
       return UsageError("--kueue-queue '" + queue +
                         "' must be an RFC 1123 label (lower-case, digits, '-'; at most 63)");
+    }
+  }
+  for (const char* flag : {"k8s-version", "feature-gates", "restart"}) {
+    if (parsed.count(flag) && emit != "volcano" && emit != "jobset") {
+      return UsageError(std::string("--") + flag + " goes with --emit volcano or --emit jobset");
     }
   }
   if (emit == "jobset" && parsed.count("queue")) {
@@ -204,8 +245,19 @@ Result<std::string> TorchtitanOutput(const cxxopts::ParseResult& parsed,
                             plan::ParseTorchtitanNames(parsed["torchtitan-names"].as<std::string>(),
                                                        "--torchtitan-names"));
   }
+  std::string version;
+  if (parsed.count("torchtitan-version")) {
+    HETRUN_ASSIGN_OR_RETURN(
+        version, plan::ParseTorchtitanVersion(parsed["torchtitan-version"].as<std::string>()));
+  } else {
+    // The torchtitan of the virtualenv hetrun is installed in (bin/hetrun -> bin/..), else 0.3.0.
+    std::error_code error;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
+    version = plan::TorchtitanKeysFor(
+        error ? "" : plan::InstalledTorchtitanVersion(exe.parent_path().parent_path().string()));
+  }
   HETRUN_ASSIGN_OR_RETURN(plan::TorchtitanArgs args,
-                          plan::TorchtitanArgsFor(result.best, model, names));
+                          plan::TorchtitanArgsFor(result.best, model, names, version));
   return plan::TorchtitanArgumentsText(args, result.best, model, names);
 }
 

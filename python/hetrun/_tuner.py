@@ -2,8 +2,9 @@
 exact gradients (docs/ARCHITECTURE.md §5.2, §5.3, §5.8). Windows, warm-up, cost model and solver
 are the C++ core's (hetrun._core.WindowLoop); this file scales the losses, plans micro-batches and
 exchanges the records. Where a rank's compute ends and its waiting begins is the engine's
-(hetrun.engines: plain: no model, ddp: DistributedDataParallel, fsdp: FSDP2's fully_shard);
-engine_for here picks one, so no engine imports another."""
+(hetrun.engines: plain: no model, ddp: DistributedDataParallel, fsdp: FSDP2's fully_shard,
+deepspeed: a DeepSpeedEngine's ZeRO stages); engine_for here picks one, so no engine imports
+another."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from hetrun._memory import Memory
 from hetrun._report import WindowReport, build_report
 from hetrun.engines.base import Engine
 from hetrun.engines.ddp import DdpEngine
+from hetrun.engines.deepspeed import DeepSpeedZeroEngine, is_deepspeed_engine
 from hetrun.engines.fsdp import FsdpEngine, is_fsdp1, is_fsdp2
 from hetrun.engines.plain import PlainEngine
 
@@ -41,8 +43,11 @@ def engine_for(model, group) -> Engine:
                          "DistributedDataParallel")
     if is_fsdp2(model):
         return FsdpEngine(model, group)
-    raise ValueError(f"hetrun.Tuner: model= must be a DistributedDataParallel module or the "
-                     f"module fully_shard returned (an FSDPModule), got {type(model).__name__}")
+    if is_deepspeed_engine(model):
+        return DeepSpeedZeroEngine(model, group)
+    raise ValueError(f"hetrun.Tuner: model= must be a DistributedDataParallel module, the "
+                     f"module fully_shard returned (an FSDPModule) or a DeepSpeed engine, got "
+                     f"{type(model).__name__}")
 
 
 class _Step:
@@ -70,8 +75,10 @@ class Tuner:
       marks this rank's last gradient bucket as the end of its compute region, then all-reduces
       like DDP's default hook, dividing by the group size for reduction="mean"), or the root
       module fully_shard returned (FSDP2, HSDP included: every unit's compute is timed between
-      FSDP's hooks, see hetrun/engines/fsdp.py). Without model, the step() block must end before any
-      collective (users who all-reduce themselves).
+      FSDP's hooks, see hetrun/engines/fsdp.py), or a DeepSpeed engine (ZeRO 0-3: compute
+      between the collectives of deepspeed.comm, hetrun/engines/deepspeed.py; driven by
+      hetrun.integrations.deepspeed.ZeroBalance). Without model, the step() block must end before
+      any collective (users who all-reduce themselves).
     warmup: steps no fit sees. min_share / max_share: bounds of every rank's share.
     group: the process group (default WORLD; with model=, model.process_group or the FSDP
       mesh's data-parallel group, which group= must then equal).
@@ -193,7 +200,7 @@ class Tuner:
 
     @property
     def engine(self) -> str:
-        """What model= is: "plain" (none), "DDP" or "FSDP2"."""
+        """What model= is: "plain" (none), "DDP", "FSDP2" or "DeepSpeed"."""
         return self._engine.name
 
     @property

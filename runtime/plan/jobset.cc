@@ -47,28 +47,35 @@ Json PodFailurePolicy() {
   return {{"rules", std::move(rules)}};
 }
 
+// Under InPlaceRestart a Job must not fail on a pod it can replace (KEP-467's webhook
+// requirements): backoffLimit MaxInt32, and a replacement only once the old pod has failed.
+inline constexpr int64_t kInPlaceBackoffLimit = 2147483647;
+
 // One Job per stage: one pod, Indexed (JOB_COMPLETION_INDEX 0), no retries inside the Job (the
-// JobSet restarts as a whole or fails).
-Json JobTemplate(Json pod_template) {
-  return {{"spec",
-           {{"parallelism", 1},
-            {"completions", 1},
-            {"completionMode", "Indexed"},
-            {"backoffLimit", 0},
-            {"podFailurePolicy", PodFailurePolicy()},
-            {"template", std::move(pod_template)}}}};
+// JobSet restarts as a whole or fails), unless --restart in-place.
+Json JobTemplate(Json pod_template, bool in_place) {
+  Json spec = {{"parallelism", 1},
+               {"completions", 1},
+               {"completionMode", "Indexed"},
+               {"backoffLimit", in_place ? kInPlaceBackoffLimit : 0}};
+  if (in_place) spec["podReplacementPolicy"] = "Failed";
+  spec["podFailurePolicy"] = PodFailurePolicy();
+  spec["template"] = std::move(pod_template);
+  return {{"spec", std::move(spec)}};
 }
 
 // A Job failed by its podFailurePolicy (FailJob) fails the JobSet; every other failure
 // (BackoffLimitExceeded after a Count) restarts it. JobSet restarts by default, so the fail rule
 // is explicit.
-Json FailurePolicy() {
-  return {{"maxRestarts", internal::kMaxJobRestarts},
-          {"rules",
-           Json::array({{{"name", "FailOnHetrunVerdict"},
-                         {"action", "FailJobSet"},
-                         {"onJobFailureReasons", Json::array({"PodFailurePolicy"})}},
-                        {{"name", "RestartOnAnyOtherFailure"}, {"action", "RestartJobSet"}}})}};
+Json FailurePolicy(bool in_place) {
+  Json policy = {{"maxRestarts", internal::kMaxJobRestarts}};
+  if (in_place) policy["restartStrategy"] = "InPlaceRestart";
+  policy["rules"] =
+      Json::array({{{"name", "FailOnHetrunVerdict"},
+                    {"action", "FailJobSet"},
+                    {"onJobFailureReasons", Json::array({"PodFailurePolicy"})}},
+                   {{"name", "RestartOnAnyOtherFailure"}, {"action", "RestartJobSet"}}});
+  return policy;
 }
 
 // "1-64,70,78": ascending codes with their runs contracted.
@@ -84,9 +91,11 @@ std::string CodeRuns(const std::vector<int>& codes) {
   return internal::Join(runs);
 }
 
-std::string ExitCodeHeader() {
-  std::string text =
-      "Exit codes (`hetrun exit-codes`) through each Job's podFailurePolicy (backoffLimit 0):\n";
+std::string ExitCodeHeader(bool in_place) {
+  std::string text = std::string(
+                         "Exit codes (`hetrun exit-codes`) through each Job's "
+                         "podFailurePolicy (backoffLimit ") +
+                     (in_place ? "2147483647" : "0") + "):\n";
   for (const PodFailureRule& rule : PodFailureRules()) {
     std::string what =
         rule.pod_condition.empty() ? "exit " + CodeRuns(rule.codes) : rule.pod_condition;
@@ -95,10 +104,15 @@ std::string ExitCodeHeader() {
                   rule.why.c_str());
     text += line;
   }
-  text += "Count fails the Job (BackoffLimitExceeded) and the JobSet restarts, at most " +
-          std::to_string(internal::kMaxJobRestarts) +
-          " times;\nFailJob fails it as PodFailurePolicy and the JobSet fails. Any other code "
-          "(128+N: a signal)\ncounts, too (Volcano's PodFailed catch-all aborts instead).\n";
+  text += in_place
+              ? "Count: the Job replaces the pod and the JobSet restarts the others in "
+                "place, at most " +
+                    std::to_string(internal::kMaxJobRestarts) + " times;\n"
+              : "Count fails the Job (BackoffLimitExceeded) and the JobSet restarts, at most " +
+                    std::to_string(internal::kMaxJobRestarts) + " times;\n";
+  text +=
+      "FailJob fails it as PodFailurePolicy and the JobSet fails. Any other code "
+      "(128+N: a signal)\ncounts, too (Volcano's PodFailed catch-all aborts instead).\n";
   return text;
 }
 
@@ -117,7 +131,15 @@ std::string JobSetHeader(const PipelinePlan& plan, const ClusterSpec& cluster,
                 : "Kueue admits it all-or-nothing in the LocalQueue " + kueue_queue +
                       " (apply the Kueue documents\nbelow once; enable waitForPodsReady in "
                       "Kueue's configuration for gang start).\n";
-  return header + ExitCodeHeader() + internal::SecurityHeader(cluster);
+  if (cluster.k8s.in_place) {
+    header +=
+        "restartStrategy InPlaceRestart (KEP-467): a failed pod is replaced by its Job, the\n"
+        "others restart in place; each in-place attempt counts against maxRestarts. Group\n"
+        "restarts driven by JobSet need its in-place restart agent as a sidecar in each pod\n"
+        "template (JobSet's docs).\n";
+  }
+  return header + ExitCodeHeader(cluster.k8s.in_place) + internal::RestartHeader(cluster) +
+         internal::SecurityHeader(cluster);
 }
 
 }  // namespace
@@ -136,10 +158,10 @@ std::string JobSetYaml(const PipelinePlan& plan, const ClusterSpec& cluster,
     AddJobSetEnv(tasks, env);
     Json pod_spec = internal::PodSpec(cluster, "nodeSelector", {{cluster.label_key, pods.family}},
                                       std::move(env), pods.gpus);
-    replicated_jobs.push_back(
-        {{"name", pods.task},
-         {"replicas", pods.replicas},
-         {"template", JobTemplate(internal::PodTemplate(std::move(pod_spec)))}});
+    replicated_jobs.push_back({{"name", pods.task},
+                               {"replicas", pods.replicas},
+                               {"template", JobTemplate(internal::PodTemplate(std::move(pod_spec)),
+                                                        cluster.k8s.in_place)}});
   }
   Json metadata = internal::Metadata(cluster);
   if (!kueue_queue.empty()) metadata["labels"][kKueueQueueLabel] = kueue_queue;
@@ -148,7 +170,7 @@ std::string JobSetYaml(const PipelinePlan& plan, const ClusterSpec& cluster,
                  {"metadata", std::move(metadata)},
                  {"spec",
                   {{"network", {{"enableDNSHostnames", true}, {"publishNotReadyAddresses", true}}},
-                   {"failurePolicy", FailurePolicy()},
+                   {"failurePolicy", FailurePolicy(cluster.k8s.in_place)},
                    {"replicatedJobs", std::move(replicated_jobs)}}}};
   return ToYaml(jobset, JobSetHeader(plan, cluster, first_task, kueue_queue)) + "---\n" +
          ToYaml(internal::NetworkPolicy(cluster, kJobSetNameLabel),

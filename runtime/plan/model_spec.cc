@@ -32,12 +32,17 @@ Result<ModelSpec> ParseModelSpec(std::string_view json_text, std::string_view so
   HETRUN_ASSIGN_OR_RETURN(nlohmann::json root, internal::ParseJsonText(json_text, source));
   JsonPlace place{std::string(source), "$"};
   HETRUN_RETURN_IF_ERROR(internal::CheckObject(
-      root, place, {"micro_batches", "micro_batch_size", "layers", "cost_unit_ms"}));
+      root, place,
+      {"micro_batches", "micro_batch_size", "layers", "cost_unit_ms", "sequence_length"}));
   ModelSpec model;
   HETRUN_ASSIGN_OR_RETURN(model.micro_batches,
                           internal::RequiredInteger(root, place, "micro_batches", 1, 1 << 20));
   HETRUN_ASSIGN_OR_RETURN(model.micro_batch_size,
                           internal::IntegerOr(root, place, "micro_batch_size", 1, 1, 1 << 20));
+  if (root.contains("sequence_length")) {
+    HETRUN_ASSIGN_OR_RETURN(model.sequence_length,
+                            internal::RequiredInteger(root, place, "sequence_length", 1, 1 << 24));
+  }
   if (root.contains("cost_unit_ms")) {
     HETRUN_ASSIGN_OR_RETURN(model.cost_unit_ms,
                             internal::RequiredNumber(root, place, "cost_unit_ms", 0, true));

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "hetrun/plan/restart_rules.h"
+
 namespace hetrun::plan::internal {
 
 Json EnvVar(const std::string& name, const std::string& value) {
@@ -48,6 +50,17 @@ Json Container(const ClusterSpec& cluster, Json env, int64_t gpus) {
        Json::array({{{"name", "metrics"}, {"containerPort", kMetricsPort}, {"protocol", "TCP"}}})},
       {"volumeMounts", Json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}}})}};
   if (cluster.gpus_per_pod > 0) container["resources"] = {{"limits", {{"nvidia.com/gpu", gpus}}}};
+  const std::vector<ContainerRestartRule> rules = ContainerRestartRules(cluster.k8s);
+  if (!rules.empty()) {
+    // A container with rules must state its own restartPolicy (KEP-5307): Never, the pod's.
+    container["restartPolicy"] = "Never";
+    Json entries = Json::array();
+    for (const ContainerRestartRule& rule : rules) {
+      entries.push_back(
+          {{"action", rule.action}, {"exitCodes", {{"operator", "In"}, {"values", rule.codes}}}});
+    }
+    container["restartPolicyRules"] = std::move(entries);
+  }
   return container;
 }
 
@@ -99,6 +112,20 @@ Json NetworkPolicy(const ClusterSpec& cluster, const std::string& job_label) {
            {{"podSelector", job_pods},
             {"policyTypes", Json::array({"Ingress"})},
             {"ingress", std::move(ingress)}}}};
+}
+
+std::string RestartHeader(const ClusterSpec& cluster) {
+  const std::vector<ContainerRestartRule> rules = ContainerRestartRules(cluster.k8s);
+  if (rules.empty()) return "";
+  std::string codes;
+  for (int code : rules.front().codes) codes += (codes.empty() ? "" : ",") + std::to_string(code);
+  const bool all = rules.front().action == "RestartAllContainers";
+  return "Kubernetes " + cluster.k8s.Describe() + " (--k8s-version): on exit " + codes +
+         " (transient) the trainer\n" +
+         (all ? "restarts with every container of its pod (RestartAllContainers, KEP-5532)"
+              : "container restarts in place (restartPolicyRules, KEP-5307)") +
+         ": the pod keeps its node,\nimages and scheduling. Every other code goes to the "
+         "job-level policy\n(`hetrun exit-codes --restarts --markdown`).\n";
 }
 
 std::string NetworkPolicyHeader() {

@@ -44,7 +44,9 @@ Json Metadata(const ClusterSpec& cluster);
 std::string SecretName(const ClusterSpec& cluster);
 
 /// The pod's container; `gpus` = the replicas of its stage (one worker per GPU). `env` gets the
-/// job secret, HETRUN_POD_GRACE_PERIOD and HETRUN_METRICS_PORT appended.
+/// job secret, HETRUN_POD_GRACE_PERIOD and HETRUN_METRICS_PORT appended. From Kubernetes 1.35
+/// (cluster.k8s) it restarts in place on exit 75: restartPolicy Never and the rules of
+/// ContainerRestartRules().
 Json Container(const ClusterSpec& cluster, Json env, int64_t gpus);
 
 /// The pod template around `pod_spec`: Prometheus' scrape annotations, and a memory-backed
@@ -62,6 +64,9 @@ std::string SecurityHeader(const ClusterSpec& cluster);
 /// Ingress to the job's pods only from the pods labelled `job_label`=<job name> (the store port,
 /// NCCL's ports), and the metrics port from the monitoring namespace.
 Json NetworkPolicy(const ClusterSpec& cluster, const std::string& job_label);
+
+/// The header's lines on the trainer's restarts in place (empty when the target has no rules).
+std::string RestartHeader(const ClusterSpec& cluster);
 
 /// The NetworkPolicy's header comment.
 std::string NetworkPolicyHeader();

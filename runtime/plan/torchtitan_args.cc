@@ -1,6 +1,8 @@
 #include "hetrun/plan/torchtitan_args.h"
 
 #include <algorithm>
+#include <charconv>
+#include <filesystem>
 
 #include "hetrun/plan/layer_roles.h"
 
@@ -78,8 +80,48 @@ Result<TorchtitanNames> ParseTorchtitanNames(std::string_view text, std::string_
   return TorchtitanNames{parts[0], parts[1], parts[2]};
 }
 
+Result<std::string> ParseTorchtitanVersion(std::string_view text) {
+  if (text == kTorchtitan030 || text == kTorchtitanMain) return std::string(text);
+  return UsageError("--torchtitan-version '" + std::string(text) +
+                    "': 0.3.0 (batches in samples) or main (in tokens, after torchtitan's PR "
+                    "#4121)");
+}
+
+std::string InstalledTorchtitanVersion(const std::string& prefix) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path lib = fs::path(prefix) / "lib";
+  for (const fs::directory_entry& python : fs::directory_iterator(lib, error)) {
+    if (!python.path().filename().string().starts_with("python3")) continue;
+    for (const fs::directory_entry& entry :
+         fs::directory_iterator(python.path() / "site-packages", error)) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with("torchtitan-") && name.ends_with(".dist-info")) {
+        return name.substr(11, name.size() - 11 - 10);
+      }
+    }
+  }
+  return "";
+}
+
+std::string TorchtitanKeysFor(std::string_view installed) {
+  int major = 0;
+  int minor = 0;
+  const char* end = installed.data() + installed.size();
+  auto first = std::from_chars(installed.data(), end, major);
+  if (first.ec != std::errc() || first.ptr == end || *first.ptr != '.') return kTorchtitan030;
+  std::from_chars(first.ptr + 1, end, minor);
+  return major == 0 && minor <= 3 ? kTorchtitan030 : kTorchtitanMain;
+}
+
 Result<TorchtitanArgs> TorchtitanArgsFor(const SplitFigures& split, const ModelSpec& model,
-                                         const TorchtitanNames& names) {
+                                         const TorchtitanNames& names, std::string_view version) {
+  if (version == kTorchtitanMain && !model.sequence_length) {
+    return InvalidArgumentError(
+        "torchtitan main counts batches in tokens (--training."
+        "num_tokens_per_microbatch_per_dp_rank, its PR #4121): give the model file a "
+        "\"sequence_length\" (tokens per sample), or --torchtitan-version 0.3.0");
+  }
   if (split.stages.empty() || model.layers.empty()) {
     return InvalidArgumentError("an empty plan has no torchtitan split");
   }
@@ -95,6 +137,10 @@ Result<TorchtitanArgs> TorchtitanArgsFor(const SplitFigures& split, const ModelS
   args.data_parallel = split.stages.front().slot.gpus;
   args.microbatch_size = model.micro_batch_size;
   args.local_batch_size = model.micro_batch_size * model.micro_batches;
+  args.version = std::string(version);
+  args.micro_batches = model.micro_batches;
+  args.sequence_length = model.sequence_length.value_or(0);
+  args.tokens_per_microbatch = model.micro_batch_size * args.sequence_length;
   args.transformer_layers = next_layer;
   if (next_layer == 0) {
     return InvalidArgumentError(
@@ -118,10 +164,9 @@ Result<TorchtitanArgs> TorchtitanArgsFor(const SplitFigures& split, const ModelS
 
 std::string TorchtitanArgumentsText(const TorchtitanArgs& args, const SplitFigures& split,
                                     const ModelSpec& model, const TorchtitanNames& names) {
-  std::string out = std::string("# ") + kTorchtitanVersion +
-                    " command-line overrides for hetrun's plan " + split.CountsString() + " (" +
-                    std::to_string(model.layers.size()) + " model layers, " +
-                    std::to_string(args.pipeline_degree) + " stages).\n";
+  std::string out = "# torchtitan " + args.version + " command-line overrides for hetrun's plan " +
+                    split.CountsString() + " (" + std::to_string(model.layers.size()) +
+                    " model layers, " + std::to_string(args.pipeline_degree) + " stages).\n";
   out += "# Module names (--torchtitan-names " + names.embedding + ":" + names.layer + ":" +
          names.head + "): ";
   out += args.embedding_from_model
@@ -139,6 +184,12 @@ std::string TorchtitanArgumentsText(const TorchtitanArgs& args, const SplitFigur
       std::to_string(model.micro_batches) + " micro-batches of " +
       std::to_string(args.microbatch_size) + ": local batch " +
       std::to_string(args.local_batch_size) + " per data-parallel rank.\n";
+  if (args.version == kTorchtitanMain) {
+    out += "# torchtitan main counts input-token slots (its PR #4121): a micro-batch of " +
+           std::to_string(args.microbatch_size) + " x sequence length " +
+           std::to_string(args.sequence_length) + " = " +
+           std::to_string(args.tokens_per_microbatch) + " tokens per data-parallel rank.\n";
+  }
   out += "# Data-parallel size " + std::to_string(args.data_parallel) +
          " on every stage: world size " +
          std::to_string(args.data_parallel * args.pipeline_degree) +
@@ -147,6 +198,13 @@ std::string TorchtitanArgumentsText(const TorchtitanArgs& args, const SplitFigur
          " --parallelism.pipeline_parallel_schedule 1F1B"
          " --parallelism.module_fqns_per_model_part";
   for (const std::string& stage : args.stages) out += " " + stage;
+  if (args.version == kTorchtitanMain) {
+    out += " --parallelism.num_pp_microbatches " + std::to_string(args.micro_batches) +
+           " --training.num_tokens_per_microbatch_per_dp_rank " +
+           std::to_string(args.tokens_per_microbatch) + " --training.max_context_length " +
+           std::to_string(args.sequence_length) + "\n";
+    return out;
+  }
   out += " --parallelism.pipeline_parallel_microbatch_size " +
          std::to_string(args.microbatch_size) + " --training.local_batch_size " +
          std::to_string(args.local_batch_size) + "\n";

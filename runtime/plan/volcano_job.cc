@@ -103,7 +103,9 @@ std::string PolicyHeader() {
 // The job, then the NetworkPolicy that keeps other pods away from its store (Volcano labels
 // every pod of a job with volcano.sh/job-name).
 std::string Manifests(const Json& job, const std::string& header, const ClusterSpec& cluster) {
-  return ToYaml(job, header + internal::SecurityHeader(cluster)) + "---\n" +
+  return ToYaml(job,
+                header + internal::RestartHeader(cluster) + internal::SecurityHeader(cluster)) +
+         "---\n" +
          ToYaml(internal::NetworkPolicy(cluster, "volcano.sh/job-name"),
                 internal::NetworkPolicyHeader());
 }

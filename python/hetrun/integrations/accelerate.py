@@ -69,6 +69,13 @@ class BalancedSteps:
 
     def __init__(self, accelerator, model, batch_size: int, window: int = 10, tune: bool = True,
                  accumulate: Optional[int] = None, **tuner_options) -> None:
+        if str(accelerator.distributed_type).endswith("DEEPSPEED"):
+            raise ValueError("BalancedSteps: the Accelerator runs DeepSpeed (deepspeed_plugin=): "
+                             "its ZeRO engine reduces gradients itself, which BalancedSteps' DDP "
+                             "hook cannot weight. Use HetrunTrainer (hetrun.integrations."
+                             "transformers) with TrainingArguments(deepspeed=...), or "
+                             "ZeroBalance (hetrun.integrations.deepspeed) around the DeepSpeed "
+                             "engine directly (docs/how-to/deepspeed.md)")
         if accelerator.split_batches:
             raise ValueError("BalancedSteps: the Accelerator has split_batches=True; the "
                              "balancing needs split_batches=False (each rank its own batch)")

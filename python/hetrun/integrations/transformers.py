@@ -19,8 +19,16 @@ accumulation micro-batches (hetrun.integrations._steps). The update equals the e
 
 Resuming from a checkpoint continues the data order at the resumed step and starts the split over
 (even, then re-tuned: a few windows). Needs a map-style dataset (an IterableDataset has no global
-batch to split: ValueError) and DDP (world size 1: the Trainer, untouched). DeepSpeed and FSDP
-through the Trainer are not balanced yet (ValueError).
+batch to split: ValueError) and DDP or DeepSpeed (world size 1: the Trainer, untouched). FSDP
+through the Trainer is not balanced yet (ValueError).
+
+DeepSpeed (TrainingArguments(deepspeed=config)): the Trainer's DeepSpeedEngine is the tuner's
+model (hetrun/engines/deepspeed.py times compute only, the waits in ZeRO's collectives excluded);
+the Trainer already calls engine.backward(..., scale_wrt_gas=False) and DeepSpeed averages over
+the ranks as DDP does, so the same loss factor keeps ZeRO 0-3 exact. Each rank runs the
+Trainer's k accumulation micro-batches per step (ZeRO-2/3 reduce on every backward: the count is
+the same everywhere), so DeepSpeed's own boundary (its micro-step counter with the config's "auto"
+accumulation steps) and its sample counter (train_batch_size = B) stay right.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import transformers
 from transformers.trainer_pt_utils import BatchRebalanceSampler
 
 from hetrun._tuner import Tuner
+from hetrun.engines.deepspeed import is_deepspeed_engine
 from hetrun.integrations import _steps
 
 
@@ -107,9 +116,13 @@ class HetrunTrainer(transformers.Trainer):
     def training_step(self, model, inputs, num_items_in_batch=None):
         if not self._balanced:
             return super().training_step(model, inputs, num_items_in_batch)
+        timing = getattr(self._ensure_tuner(), "_engine", None)
+        between = getattr(timing, "leave", None)  # DeepSpeed: the loader's time is no compute
         if self._micro == 0:
-            self._step_ctx = self._ensure_tuner().step()
+            self._step_ctx = self.tuner.step()
             self._step_ctx.__enter__()
+        elif between is not None:
+            timing.enter()
         try:
             loss = super().training_step(model, inputs, num_items_in_batch)
         except BaseException:
@@ -120,6 +133,8 @@ class HetrunTrainer(transformers.Trainer):
         if self._micro >= self.current_gradient_accumulation_steps:
             self._micro, ctx, self._step_ctx = 0, self._step_ctx, None
             ctx.__exit__(None, None, None)
+        elif between is not None:
+            between()
         return loss
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -140,9 +155,6 @@ class HetrunTrainer(transformers.Trainer):
 
     def _check_supported(self) -> None:
         a = self.args
-        if getattr(a, "deepspeed", None) or getattr(self, "is_deepspeed_enabled", False):
-            raise ValueError("HetrunTrainer: DeepSpeed is not balanced yet (its ZeRO stages "
-                             "reduce gradients themselves); use transformers.Trainer")
         if getattr(self, "is_fsdp_enabled", False) or getattr(a, "fsdp", None):
             raise ValueError("HetrunTrainer: FSDP through the Trainer is not balanced yet; use "
                              "transformers.Trainer, or hetrun.Tuner with fully_shard")
@@ -157,9 +169,11 @@ class HetrunTrainer(transformers.Trainer):
     def _ensure_tuner(self) -> Tuner:
         if self.tuner is None:
             model = self.model_wrapped
-            if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
+            if not (isinstance(model, torch.nn.parallel.DistributedDataParallel)
+                    or is_deepspeed_engine(model)):
                 raise ValueError(f"HetrunTrainer: the Trainer's model is a {type(model).__name__}"
-                                 f", not DistributedDataParallel: the balancing needs DDP")
+                                 f", not DistributedDataParallel or a DeepSpeed engine: the "
+                                 f"balancing needs one of them")
             if not dist.is_initialized():
                 raise RuntimeError("HetrunTrainer: torch.distributed is not initialised")
             self.tuner = Tuner(self.global_batch, window=self.window, model=model,

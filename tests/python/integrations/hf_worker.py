@@ -33,9 +33,19 @@ def dataset(kind, n):
     if kind == "token":
         ids = torch.randint(0, 64, (n, 16), generator=g)
         return [{"input_ids": ids[i], "labels": ids[i]} for i in range(n)]
-    x = torch.randn(n, 16, generator=g, dtype=torch.float64)
+    x = torch.randn(n, 16, generator=g, dtype=torch.float64).to(DTYPE)
     y = x.sum(dim=1, keepdim=True).sin()
     return [{"x": x[i], "labels": y[i]} for i in range(n)]
+
+
+DTYPE = torch.float64  # float32 under DeepSpeed (--deepspeed)
+
+
+def deepspeed_config(stage):
+    """The HF Trainer's DeepSpeed config: its "auto" values filled from TrainingArguments."""
+    return {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+            "train_batch_size": "auto", "gradient_clipping": "auto",
+            "zero_optimization": {"stage": stage}, "steps_per_print": 10 ** 9}
 
 
 def model(kind):
@@ -46,10 +56,21 @@ def model(kind):
                             eos_token_id=0)
         config._attn_implementation = "eager"
         return GPT2LMHeadModel(config).double()
-    return Regression().double()
+    return Regression().to(DTYPE)
 
 
 trained_steps = []
+
+
+def flat_params(net):
+    """The parameters as one vector (gathered on every rank when ZeRO-3 partitioned them)."""
+    params = list(net.parameters())
+    if any(hasattr(p, "ds_id") for p in params):
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(params):
+            return torch.cat([p.detach().reshape(-1).clone() for p in params])
+    return torch.cat([p.detach().reshape(-1) for p in params])
 
 
 def train(args, tune, steps=None, folder=None, save_at=None, resume=False):
@@ -61,14 +82,15 @@ def train(args, tune, steps=None, folder=None, save_at=None, resume=False):
         per_device_train_batch_size=args.batch, gradient_accumulation_steps=args.accumulate,
         max_steps=steps or args.steps, learning_rate=1e-2, lr_scheduler_type="constant", seed=0,
         data_seed=0, logging_steps=5, report_to=[], disable_tqdm=True,
-        dataloader_num_workers=0, ddp_backend="gloo", max_grad_norm=0.0, **saving)
+        dataloader_num_workers=0, ddp_backend="gloo", max_grad_norm=0.0, **saving,
+        **({"deepspeed": deepspeed_config(args.deepspeed)} if args.deepspeed is not None else {}))
     trainer = HetrunTrainer(model=net, args=targs, train_dataset=dataset(args.kind, 600),
                             data_collator=transformers.default_data_collator, tune=tune,
                             window=args.window)
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=True if resume else None)
     seconds = time.perf_counter() - start
-    params = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+    params = flat_params(net)
     shares = [list(r.shares) for r in trainer.tuner.reports]
     trained_steps.append(trainer.tuner.step_index)  # the steps this trainer ran itself
     return params, shares, trainer.global_batch * args.steps / seconds
@@ -108,7 +130,11 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--only-even", action="store_true", help="one untuned run (torchrun test)")
     p.add_argument("--resume", action="store_true", help="tuned with a checkpoint half way, resumed")
+    p.add_argument("--deepspeed", type=int, default=None, help="ZeRO stage (float32)")
     args = p.parse_args()
+    if args.deepspeed is not None:
+        global DTYPE
+        DTYPE = torch.float32
     errors = check_errors(args) if args.only_even else {}
     even, even_shares, even_rate = train(args, tune=False)
     summary = {"errors": errors, "even_shares": even_shares, "even_samples_per_s": even_rate,

@@ -365,7 +365,24 @@ TEST(JobSetTest, TooLongPodHostNameIsRejected) {
   testing::ProcessResult r =
       Plan({"--emit", "jobset", "--name", "a-rather-long-job-name-for-a-pipeline-xx"});
   EXPECT_EQ(r.exit_code, 78) << r.err;
-  EXPECT_NE(r.err.find("-0' is longer than 63"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("-0-xxxxx' is longer than 63"), std::string::npos) << r.err;
+}
+
+// JobSet's webhook counts the Job pod's 5-character suffix: a host name of 60 characters fits a
+// label but its pod's name does not.
+TEST(JobSetTest, PodNameWithTheJobsSuffixOver63IsRejected) {
+  std::string name(60 - std::string("-light-stage-workers-0-0").size(), 'j');
+  testing::ProcessResult r = Plan({"--emit", "jobset", "--name", name});
+  EXPECT_EQ(r.exit_code, 78) << r.err;
+  EXPECT_NE(r.err.find("-0-xxxxx' is longer than 63"), std::string::npos) << r.err;
+  testing::ProcessResult volcano = Plan({"--emit", "volcano", "--name", name});
+  EXPECT_EQ(volcano.exit_code, 0) << volcano.err;
+}
+
+TEST(JobSetTest, JobSetNameStartingWithADigitIsRejected) {
+  testing::ProcessResult r = Plan({"--emit", "jobset", "--name", "7pipeline"});
+  EXPECT_EQ(r.exit_code, 78) << r.err;
+  EXPECT_NE(r.err.find("must start with a letter"), std::string::npos) << r.err;
 }
 
 }  // namespace

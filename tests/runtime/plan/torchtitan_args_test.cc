@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "hetrun/plan/cluster_spec.h"
 #include "hetrun/plan/model_spec.h"
 
@@ -105,6 +107,37 @@ TEST(TorchtitanArgsTest, AMisplacedEndLayerOrNoTransformerLayerIsRefused) {
       TorchtitanArgsFor(Split({{0, 1}, {1, 1}}), Model({"embedding", "head"}), TorchtitanNames{});
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.status().message().find("no transformer layer"), std::string::npos);
+}
+
+TEST(TorchtitanArgsTest, MainCountsTokensAndNeedsTheSequenceLength) {
+  ModelSpec model = Model({"embedding", "block.0", "block.1", "head"}, 8);
+  auto missing = TorchtitanArgsFor(Split({{0, 2}, {2, 2}}), model, TorchtitanNames{}, "main");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("sequence_length"), std::string::npos);
+  model.sequence_length = 4096;
+  auto args = TorchtitanArgsFor(Split({{0, 2}, {2, 2}}), model, TorchtitanNames{}, "main");
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  EXPECT_EQ(args->tokens_per_microbatch, 2 * 4096);  // micro_batch_size 2 x 4096
+  const std::string text = TorchtitanArgumentsText(*args, Split({{0, 2}, {2, 2}}), model, {});
+  EXPECT_NE(text.find("--training.num_tokens_per_microbatch_per_dp_rank 8192"), std::string::npos);
+  EXPECT_NE(text.find("--parallelism.num_pp_microbatches 8"), std::string::npos);
+  EXPECT_EQ(text.find("local_batch_size"), std::string::npos);
+}
+
+TEST(TorchtitanArgsTest, VersionsAreTheReleaseOrMainAndTheInstalledOneIsFound) {
+  EXPECT_TRUE(ParseTorchtitanVersion("0.3.0").ok());
+  EXPECT_TRUE(ParseTorchtitanVersion("main").ok());
+  EXPECT_FALSE(ParseTorchtitanVersion("0.2.0").ok());
+  EXPECT_EQ(TorchtitanKeysFor("0.3.0"), "0.3.0");
+  EXPECT_EQ(TorchtitanKeysFor("0.4.0"), "main");
+  EXPECT_EQ(TorchtitanKeysFor(""), "0.3.0");
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "venv-torchtitan";
+  fs::remove_all(root);
+  EXPECT_EQ(InstalledTorchtitanVersion(root.string()), "");
+  fs::create_directories(root / "lib/python3.11/site-packages/torchtitan-0.3.0.dist-info");
+  EXPECT_EQ(InstalledTorchtitanVersion(root.string()), "0.3.0");
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hetrun/base/status.h"
+#include "hetrun/plan/k8s_target.h"
 #include "hetrun/plan/links.h"
 
 namespace hetrun::plan {
@@ -45,6 +46,10 @@ struct ClusterSpec {
   // span (highestTierAllowed) and "hard" or "soft"; unset: no networkTopology is written.
   std::optional<int64_t> network_tier;
   std::string network_mode;  ///< "hard" or "soft"; empty: soft for a pipeline, hard for a gang
+
+  /// The Kubernetes version the manifests target (--k8s-version, --feature-gates, --restart):
+  /// the trainer's restart rules (hetrun/plan/restart_rules.h).
+  K8sTarget k8s;
 
   /// Task names in order of first appearance (the job's task order).
   std::vector<std::string> TaskOrder() const;

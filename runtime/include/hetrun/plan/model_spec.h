@@ -27,6 +27,9 @@ struct ModelSpec {
   /// Milliseconds per cost unit on a speed-1.0 GPU: turns link transfers into the cost unit.
   /// Required when a layer gives activation_bytes.
   std::optional<double> cost_unit_ms;
+  /// Tokens per sample (optional): turns samples into the token counts of frameworks that count
+  /// batches in tokens (torchtitan after its PR #4121, `--torchtitan-version main`).
+  std::optional<int64_t> sequence_length;
 
   /// True when some layer hands on activation bytes (stage boundaries cost link time).
   bool HasActivationBytes() const;
@@ -36,7 +39,7 @@ struct ModelSpec {
 inline constexpr int64_t kMaxModelLayers = 4096;
 
 /// Parses the model JSON:
-///   {"micro_batches": 32, "micro_batch_size": 1, "cost_unit_ms": 160,
+///   {"micro_batches": 32, "micro_batch_size": 1, "cost_unit_ms": 160, "sequence_length": 4096,
 ///    "layers": [{"name": "block", "repeat": 62, "cost": 1.0, "bytes": 1.1e9,
 ///                "activation_bytes": 6.7e7}, ...]}
 /// `activation_bytes` (optional, >= 0, a number or a size string): bytes per sample the layer
