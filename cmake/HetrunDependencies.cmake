@@ -31,9 +31,12 @@ endif()
 foreach(_lib IN ITEMS zstd lz4)
   string(TOUPPER ${_lib} _up)
   find_path(HETRUN_${_up}_INCLUDE_DIR ${_lib}.h REQUIRED)
-  if(HETRUN_WHEEL OR HETRUN_STATIC_DEPS)
+  if(HETRUN_WHEEL)
     # Static archives, linked into the extension and the launcher (Debian's and Ubuntu's are
-    # position-independent).
+    # position-independent). Not for HETRUN_STATIC_DEPS: Debian 12's libzstd.a linked into
+    # libhetrun_core.so crashed (SIGSEGV in its Huffman decoder) on cuBLAS's compressed fatbins,
+    # where the same archive in the wheel's executable and the shared libzstd decode them; the
+    # image ships the shared zstd and lz4 beside hetrun's own libraries instead.
     find_library(HETRUN_${_up}_LIBRARY NAMES lib${_lib}.a ${_lib} REQUIRED)
   else()
     find_library(HETRUN_${_up}_LIBRARY ${_lib} REQUIRED)
