@@ -24,16 +24,9 @@ export PYTHONWARNINGS=ignore OMP_NUM_THREADS=1
 worker="$root/bench/deepspeed_compare.py"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-get() { sed -n "s/^$2=//p" "$work/$1"; }
-train() {  # NAME NPROC ARGS...: one run under `hetrun run`, its summary in $work/NAME
-  local name=$1 nproc=$2
-  shift 2
-  local port
-  port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  "$hetrun" run --nproc-per-node "$nproc" --master-port "$port" "$@" --summary "$work/$name" \
-    > "$work/$name.log" 2>&1 ||
-    { echo "deepspeed_compare: $name failed:"; tail -30 "$work/$name.log"; exit 1; }
-}
+label=deepspeed_compare
+# shellcheck source=bench/lib/compare_runs.sh
+. "$root/bench/lib/compare_runs.sh"
 for round in 1 2; do
   for mode in plain no-tune; do
     train "$mode$round" 2 -- "$py" "$worker" --"$mode" --steps "$steps"

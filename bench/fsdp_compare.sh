@@ -23,16 +23,9 @@ export PYTHONWARNINGS=ignore OMP_NUM_THREADS=1
 trainer="$root/examples/python/train_fsdp.py"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-get() { sed -n "s/^$2=//p" "$work/$1"; }
-train() {  # NAME NPROC ARGS...: one run under `hetrun run`, its summary in $work/NAME
-  local name=$1 nproc=$2
-  shift 2
-  local port
-  port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  "$hetrun" run --nproc-per-node "$nproc" --master-port "$port" "$@" --summary "$work/$name" \
-    > "$work/$name.log" 2>&1 ||
-    { echo "fsdp_compare: $name failed:"; tail -30 "$work/$name.log"; exit 1; }
-}
+label=fsdp_compare
+# shellcheck source=bench/lib/compare_runs.sh
+. "$root/bench/lib/compare_runs.sh"
 # Overhead: the two runs alternate twice, each figure the better of its two (noise from other
 # processes only ever adds time).
 for round in 1 2; do
