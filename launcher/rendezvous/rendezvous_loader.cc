@@ -94,8 +94,12 @@ Result<RendezvousLibrary> FindRendezvousLibrary(const TorchDirLookup& lookup) {
     HETRUN_ASSIGN_OR_RETURN(std::filesystem::path torch_lib, CheckPluginTorch(file, lookup));
     return RendezvousLibrary{file, torch_lib};
   }
-  return FailedPreconditionError(std::string("multi-node jobs need ") + kLibraryName +
-                                 " (built when libtorch is found), not found in: " + tried);
+  // The usual cause: `pip install .` with build isolation, whose build has no torch (issue 38).
+  return FailedPreconditionError(
+      std::string("multi-node jobs need ") + kLibraryName +
+      " (built when libtorch is found), not found in: " + tried +
+      "; to build it, in the environment that has torch: pip install scikit-build-core pybind11 "
+      "&& pip install --no-build-isolation HETRUN_SOURCE (docs/how-to/install.md)");
 }
 
 namespace {
