@@ -29,6 +29,13 @@ struct NvmlPciInfo {  // nvmlPciInfo_t (v3)
 };
 using NvmlPci = int (*)(void*, NvmlPciInfo*);
 
+template <typename F>
+Result<F> Symbol(void* library, const char* name) {
+  void* f = ::dlsym(library, name);
+  if (f == nullptr) return InternalError(std::string("dlsym(libnvidia-ml.so.1, ") + name + ")");
+  return reinterpret_cast<F>(f);
+}
+
 // The device's model (gpu_model.h): its product name and memory size, else its PCI device id.
 // Either query failing leaves the other; both failing leaves the model unknown ("").
 std::string ModelOf(void* library, void* device) {
@@ -49,13 +56,6 @@ std::string ModelOf(void* library, void* device) {
     }
   }
   return model;
-}
-
-template <typename F>
-Result<F> Symbol(void* library, const char* name) {
-  void* f = ::dlsym(library, name);
-  if (f == nullptr) return InternalError(std::string("dlsym(libnvidia-ml.so.1, ") + name + ")");
-  return reinterpret_cast<F>(f);
 }
 
 Result<NvmlFamilies> QueryDevices(void* library) {

@@ -8,6 +8,10 @@
 namespace hetrun::tuner {
 namespace {
 
+// A model pools only while its spread beyond the noise (tau^2) is at most its ranks' median
+// noise (s^2): the family weight of its median rank is at least kMinBlend.
+constexpr double kMinBlend = 0.8;
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -62,6 +66,10 @@ void PoolOne(std::span<const size_t> members, std::vector<RankFit>& fits,
     id += w * d[i];
   }
   if (iw <= 0) return;
+  // The shrinkage vanishes as the cards' spread grows past their noise: then the model's ranks
+  // are not alike enough for a blend to pay (it would bias the slowest cards toward the model's
+  // mean, which the min-max split pays for), and every rank keeps its own fit.
+  if (Median(s2) / (Median(s2) + tau2) < kMinBlend) return;
   const double family_d = id / iw;
   const double family_var = 1 / iw;  // the uncertainty of the family's level
   for (size_t i = 0; i < m; ++i) {
