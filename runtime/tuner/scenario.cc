@@ -144,7 +144,6 @@ Result<ScenarioRank> ParseRank(const json& j, const std::string& path, int64_t b
   if (!DatasheetTflops(rank.family).ok()) {
     return PathError(Join(path, "family"), DatasheetTflops(rank.family).status().message());
   }
-  rank.model = rank.family;
   if (j.contains("model")) {
     if (!j.at("model").is_string() || j.at("model").get<std::string>().size() > 15) {
       return PathError(Join(path, "model"),

@@ -23,7 +23,7 @@ Status ApplyMemoryCeilings(Scenario& s, bool per_model) {
                                     "].memory_mib: missing (the memory block needs every rank's)");
       }
       job = std::min(job, rank.memory_bytes);
-      auto [it, fresh] = model.try_emplace(rank.model, rank.memory_bytes);
+      auto [it, fresh] = model.try_emplace(rank.PeerModel(), rank.memory_bytes);
       if (!fresh) it->second = std::min(it->second, rank.memory_bytes);
     }
   }
@@ -31,7 +31,8 @@ Status ApplyMemoryCeilings(Scenario& s, bool per_model) {
     for (size_t r = 0; r < s.stages[st].ranks.size(); ++r) {
       ScenarioRank& rank = s.stages[st].ranks[r];
       // An unknown model ("") has no model ceiling: the job's, as hetrun run gives it.
-      const uint64_t usable = per_model && !rank.model.empty() ? model[rank.model] : job;
+      const std::string key = rank.PeerModel();
+      const uint64_t usable = per_model && !key.empty() ? model[key] : job;
       const uint64_t floor = m.reserve_bytes + m.fixed_bytes + m.bytes_per_sample;
       if (usable < floor) {
         return InvalidArgumentError("scenario: stages[" + std::to_string(st) + "].ranks[" +

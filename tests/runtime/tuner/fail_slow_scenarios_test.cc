@@ -66,7 +66,7 @@ TEST(FailSlowScenarioTest, NoBundledScenarioReportsARankNoEventSlowed) {
       const int64_t n = f.verdict.reference_samples;
       bool slowed = false;
       for (const ScenarioRank* other : ranks) {
-        slowed = slowed || (!me.model.empty() && other->model == me.model &&
+        slowed = slowed || (!me.PeerModel().empty() && other->PeerModel() == me.PeerModel() &&
                             me.TrueMs(n) > (1 + FailSlowOptions{}.threshold) * other->TrueMs(n));
       }
       for (const ScenarioEvent& e : s->events) {

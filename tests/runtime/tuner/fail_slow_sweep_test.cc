@@ -83,7 +83,7 @@ Scenario Make(const Shape& shape, double noise, uint64_t seed, bool by_family) {
   for (ScenarioRank& r : stage.ranks) {
     if (r.max_samples == 0) r.max_samples = s.global_batch;
     // Before models: the peer key was the family, and ranks of no family pooled as "unknown".
-    if (by_family) r.model = r.model.empty() ? "unknown" : r.family;
+    if (by_family) r.model = r.PeerModel().empty() ? "unknown" : r.family;
   }
   s.stages.push_back(stage);
   return s;

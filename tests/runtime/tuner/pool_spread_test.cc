@@ -65,7 +65,9 @@ TEST(PoolSpreadTest, PoolingIsNeverWorseThanOwnFitsAndBetterWhenCardsAreAlike) {
     std::printf("spread %.0f%%: steady ratio pooled %.4f, own fits %.4f\n", 100 * spread, pooled,
                 own);
     EXPECT_LE(pooled, own + 0.0005) << "spread " << spread;
-    if (spread == 0) EXPECT_LT(pooled, own - 0.003);
+    if (spread == 0) {
+      EXPECT_LT(pooled, own - 0.003);
+    }
   }
 }
 

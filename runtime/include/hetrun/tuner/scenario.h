@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,11 +18,7 @@ struct ProfilePoint {
 };
 
 struct ScenarioRank {
-  std::string family;  ///< a family of the datasheet table (DatasheetTflops)
-  /// The rank's GPU model (hetrun/job/gpu_model.h): its fail-slow peers and the tuner's pool are
-  /// the ranks of its model. In a file, absent means the family's name (a scenario's ranks of one
-  /// family are one model unless they say otherwise); "" is an unknown model (no peers, no pool).
-  std::string model;
+  std::string family;        ///< a family of the datasheet table (DatasheetTflops)
   double ms_fixed = 0;       ///< true fixed time per iteration, ms, > 0 (a line; see profile)
   double ms_per_sample = 0;  ///< true time per sample, ms, > 0
   /// Instead of the line: the true time is the piecewise-linear interpolation through these
@@ -38,6 +35,13 @@ struct ScenarioRank {
   /// Usable GPU memory of the rank's GPU, bytes (`memory_mib` in a file); 0 = not given. With the
   /// scenario's `memory` block it sets max_micro_batch (ApplyMemoryCeilings).
   uint64_t memory_bytes = 0;
+  /// The rank's GPU model (hetrun/job/gpu_model.h): its fail-slow peers and the tuner's pool are
+  /// the ranks of its model. Absent: the family's name (a scenario's ranks of one family are one
+  /// model unless they say otherwise); "" is an unknown model (no peers, no pool).
+  std::optional<std::string> model{};
+
+  /// The model its peers and pool are keyed by: `model`, else the family's name.
+  std::string PeerModel() const { return model ? *model : family; }
 
   /// The true time at n >= 0 samples (the profile, or ms_fixed + ms_per_sample * n).
   double TrueMs(int64_t n) const;
