@@ -15,6 +15,11 @@ if [[ -x $build/bench/rebalance_noise ]]; then
   echo "== rebalance_noise"
   "$build/bench/rebalance_noise" || status=1
 fi
+# The tuner's pooling against card-to-card spread, 512 ranks, 5% noise (prints its table).
+if [[ -x $build/bench/pool_spread ]]; then
+  echo "== pool_spread"
+  "$build/bench/pool_spread" 512 3 || status=1
+fi
 for s in "$here"/*.sh; do
   [[ $(basename "$s") == run.sh ]] && continue
   echo "== $(basename "$s")"

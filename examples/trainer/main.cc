@@ -413,7 +413,7 @@ int main(int argc, char** argv) {
                   model,
                   torch::optim::AdamW(model->parameters(), torch::optim::AdamWOptions(flags.lr)),
                   std::move(*loop),
-                  hetrun::StepTimer(rt.device(), rt.emulated_slowdown()),
+                  hetrun::StepTimer(rt.device(), rt.emulated_slowdown_schedule()),
                   model->parameters(),
                   nullptr};
   hetrun::GradientReducerOptions bucketing;

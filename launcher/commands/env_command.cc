@@ -55,7 +55,8 @@ nlohmann::json ToJson(const Topology& t) {
       {"tasks", tasks},
       {"sources", sources},
       {"overrides", overrides},
-      {"notes", t.notes}};
+      {"notes", t.notes},
+      {"gpu_models", t.local_gpu_models}};
 }
 
 void PrintText(const Topology& t, std::ostream& out) {
@@ -93,6 +94,13 @@ void PrintText(const Topology& t, std::ostream& out) {
     out << "override: " << o.field << "=" << o.winner << " overrides " << o.overridden << "\n";
   }
   for (const std::string& note : t.notes) out << "note: " << note << "\n";
+  if (!t.local_gpu_models.empty()) {
+    out << "gpu_models=";
+    for (size_t i = 0; i < t.local_gpu_models.size(); ++i) {
+      out << (i ? "," : "") << (t.local_gpu_models[i].empty() ? "unknown" : t.local_gpu_models[i]);
+    }
+    out << "\n";
+  }
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ nlohmann::json FailSlowJson(const SimulationResult& r) {
     reports.push_back({{"window", f.window},
                        {"rank", f.rank},
                        {"family", f.family},
+                       {"model", f.model},
                        {"basis", v.basis},
                        {"ratio", v.ratio},
                        {"family_ratio", v.family_ratio},
@@ -102,12 +103,34 @@ void PrintText(const SimulationResult& r, std::ostream& out) {
   for (int64_t s : r.hetrun.windows.back().shares) out << " " << s;
   out << "\n";
   for (const tuner::FailSlowReport& f : r.fail_slow) {
-    out << "fail-slow: rank " << f.rank << " (family " << f.family << ") at window " << f.window
-        << ": " << std::setprecision(1) << f.verdict.measured_ms << " ms at "
-        << f.verdict.reference_samples << " samples, expected " << f.verdict.expected_ms
-        << " ms from its " << f.verdict.basis << " (" << std::setprecision(2) << f.verdict.ratio
-        << "x)\n";
+    out << "fail-slow: rank " << f.rank << " (model " << (f.model.empty() ? "unknown" : f.model)
+        << ") at window " << f.window << ": " << std::setprecision(1) << f.verdict.measured_ms
+        << " ms at " << f.verdict.reference_samples << " samples, expected "
+        << f.verdict.expected_ms << " ms from its " << f.verdict.basis << " ("
+        << std::setprecision(2) << f.verdict.ratio << "x)\n";
   }
+}
+
+// The memory block's outcome: the ceiling mode, each rank's micro-batch cap, and the tuned
+// iteration time of the last window against its optimum (what --memory-ceiling model gains).
+nlohmann::json MemoryJson(const tuner::Scenario& s, const SimulationResult& r) {
+  std::vector<int64_t> caps;
+  for (const tuner::ScenarioStage& stage : s.stages) {
+    for (const tuner::ScenarioRank& rank : stage.ranks) caps.push_back(rank.max_micro_batch);
+  }
+  const tuner::WindowRecord& last = r.hetrun.windows.back();
+  return {{"ceiling", s.memory.per_model ? "model" : "job"},
+          {"max_micro_batch", caps},
+          {"iteration_ms", last.iteration_ms},
+          {"optimal_ms", last.optimal_ms}};
+}
+
+void PrintMemory(const tuner::Scenario& s, const SimulationResult& r, std::ostream& out) {
+  const nlohmann::json j = MemoryJson(s, r);
+  out << "memory ceiling " << j["ceiling"].get<std::string>() << ": max micro-batch per rank";
+  for (int64_t cap : j["max_micro_batch"]) out << " " << cap;
+  out << std::fixed << std::setprecision(2) << "; last window " << j["iteration_ms"].get<double>()
+      << " ms (optimum " << j["optimal_ms"].get<double>() << " ms)\n";
 }
 
 Status WritePlot(const SimulationResult& r, const std::string& path) {
@@ -139,7 +162,11 @@ Result<int> commands::Simulate(const CommandContext& context) {
                            "Run the load-balancing tuner on a scenario, against baselines.");
   options.add_options()("scenario", "scenario file (JSON)", cxxopts::value<std::string>())(
       "json", "print the result as JSON")("plot", "write an SVG chart of iteration time per window",
-                                          cxxopts::value<std::string>())("h,help", "this text");
+                                          cxxopts::value<std::string>())(
+      "memory-ceiling",
+      "with the scenario's memory block: job (one ceiling, the smallest GPU) or model (each GPU "
+      "model its own); default: the block's `ceiling`",
+      cxxopts::value<std::string>())("h,help", "this text");
   HETRUN_ASSIGN_OR_RETURN(std::optional<cxxopts::ParseResult> given,
                           ParseOptionsOnly(options, context.args, context.out));
   if (!given) return kExitOk;  // --help
@@ -147,14 +174,27 @@ Result<int> commands::Simulate(const CommandContext& context) {
   if (!parsed.count("scenario")) return UsageError("hetrun simulate needs --scenario FILE");
   HETRUN_ASSIGN_OR_RETURN(tuner::Scenario scenario,
                           tuner::LoadScenario(parsed["scenario"].as<std::string>()));
+  if (parsed.count("memory-ceiling")) {
+    const std::string mode = parsed["memory-ceiling"].as<std::string>();
+    if (mode != "job" && mode != "model") {
+      return UsageError("--memory-ceiling '" + mode.substr(0, 64) + "': not job or model");
+    }
+    if (!scenario.memory.given) {
+      return UsageError("--memory-ceiling needs a scenario with a memory block");
+    }
+    HETRUN_RETURN_IF_ERROR(tuner::ApplyMemoryCeilings(scenario, mode == "model"));
+  }
   HETRUN_ASSIGN_OR_RETURN(SimulationResult result, tuner::Simulate(scenario));
   if (parsed.count("plot")) {
     HETRUN_RETURN_IF_ERROR(WritePlot(result, parsed["plot"].as<std::string>()));
   }
   if (parsed.count("json")) {
-    context.out << ResultJson(result).dump() << "\n";
+    nlohmann::json j = ResultJson(result);
+    if (scenario.memory.given) j["memory"] = MemoryJson(scenario, result);
+    context.out << j.dump() << "\n";
   } else {
     PrintText(result, context.out);
+    if (scenario.memory.given) PrintMemory(scenario, result, context.out);
   }
   return kExitOk;
 }

@@ -51,6 +51,13 @@ std::map<std::string, double> ParseRankFile(const std::string& text) {
   return values;
 }
 
+// The `gpu_model` label of a local rank's samples, when its model is known.
+void AddModel(const PodMetricsInput& input, int local_rank, Labels& labels) {
+  if (local_rank < 0 || static_cast<size_t>(local_rank) >= input.local_gpu_models.size()) return;
+  const std::string& model = input.local_gpu_models[static_cast<size_t>(local_rank)];
+  if (!model.empty()) labels.emplace_back("gpu_model", model);
+}
+
 void LauncherFamilies(const PodMetricsInput& input, PrometheusText& out) {
   const SupervisionStatus empty;
   const SupervisionStatus& status = input.status ? *input.status : empty;
@@ -72,11 +79,11 @@ void LauncherFamilies(const PodMetricsInput& input, PrometheusText& out) {
              "Seconds since each worker's last heartbeat (with --hang-timeout)");
   for (const auto& worker : status.workers) {
     if (worker.seconds_since_beat < 0) continue;
-    out.Sample("hetrun_worker_heartbeat_age_seconds",
-               {{"node", std::to_string(input.node_rank)},
-                {"rank", std::to_string(worker.rank)},
-                {"local_rank", std::to_string(worker.local_rank)}},
-               worker.seconds_since_beat);
+    Labels labels = {{"node", std::to_string(input.node_rank)},
+                     {"rank", std::to_string(worker.rank)},
+                     {"local_rank", std::to_string(worker.local_rank)}};
+    AddModel(input, worker.local_rank, labels);
+    out.Sample("hetrun_worker_heartbeat_age_seconds", labels, worker.seconds_since_beat);
   }
   out.Family("hetrun_rendezvous_complete", "gauge",
              "1 once every node met at the rendezvous (always 1 on a one-node job)");
@@ -97,11 +104,13 @@ std::string RenderPodMetrics(const PodMetricsInput& input) {
   PrometheusText out;
   LauncherFamilies(input, out);
   std::map<int, std::map<std::string, double>> ranks;
+  std::map<int, int> local_of;
   if (input.status != nullptr && !input.run_dir.empty()) {
     for (const auto& worker : input.status->workers) {
       std::optional<std::string> text =
           ReadSmallFile(tuner::RankMetricsPath(input.run_dir, worker.rank));
       if (text) ranks[worker.rank] = ParseRankFile(*text);
+      local_of[worker.rank] = worker.local_rank;
     }
   }
   for (const tuner::RankMetricSpec& spec : tuner::kRankMetrics) {
@@ -112,7 +121,9 @@ std::string RenderPodMetrics(const PodMetricsInput& input) {
     for (const auto& [rank, values] : ranks) {
       auto it = values.find(spec.name);
       if (it == values.end()) continue;
-      out.Sample(spec.name, {{"rank", std::to_string(rank)}}, it->second);
+      Labels labels = {{"rank", std::to_string(rank)}};
+      AddModel(input, local_of.contains(rank) ? local_of[rank] : -1, labels);
+      out.Sample(spec.name, labels, it->second);
     }
   }
   if (input.status != nullptr) {

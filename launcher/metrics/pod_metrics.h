@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "supervise/supervisor.h"
 
@@ -23,6 +24,9 @@ struct PodMetricsInput {
   bool rendezvous = false;                 ///< the job has a rendezvous (more than one launcher)
   std::optional<uint64_t> memory_ceiling;  ///< job-wide bytes, when the job has GPUs
   int node_rank = 0;
+  /// Each local rank's GPU model (gpu_model.h), the `gpu_model` label of per-rank samples; a
+  /// local rank without one (no inventory, unknown model) gets no label.
+  std::vector<std::string> local_gpu_models;
 };
 
 std::string RenderPodMetrics(const PodMetricsInput& input);

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "hetrun/base/units.h"
+#include "hetrun/job/gpu_model.h"
 #include "preflight/child_output.h"
 #ifdef HETRUN_WITH_KERNELS
 #include "hetrun/kernels.h"
@@ -62,6 +63,7 @@ Result<std::vector<ProbedGpu>> ParseProbeOutput(const std::string& text) {
         return InternalError("GPU probe: malformed line '" + line.substr(0, 120) + "'");
       }
       gpu.info.family = FamilyForCapability(gpu.info.major, gpu.info.minor);
+      gpu.info.model = NormalizeGpuModel(gpu.info.name, gpu.info.total_bytes);
       gpus.push_back(std::move(gpu));
     } else if (kind == "err") {
       ProbedGpu gpu;

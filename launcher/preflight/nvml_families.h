@@ -17,6 +17,9 @@ namespace hetrun::launcher {
 /// took (nvmlInit_v2 to nvmlShutdown).
 struct NvmlFamilies {
   std::vector<std::string> families;
+  /// The model of each (gpu_model.h: the product name and memory, else the PCI device id); ""
+  /// where NVML told neither.
+  std::vector<std::string> models;
   double elapsed_ms = 0;
 };
 

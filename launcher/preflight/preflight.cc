@@ -195,6 +195,10 @@ void AddPreflightOptions(cxxopts::Options& options) {
                                      cxxopts::value<std::string>())(
       "min-memory", "memory each worker needs; exit 81 when the ceiling is lower (e.g. 60GiB)",
       cxxopts::value<std::string>())(
+      "memory-ceiling",
+      "job (default: one ceiling, the smallest GPU of the job) or model (each GPU model its own: "
+      "its smallest GPU in the job; not with --memory-baseline)",
+      cxxopts::value<std::string>())(
       "scan", "check the kernel images of this file or directory for every GPU of the job",
       cxxopts::value<std::vector<std::string>>())(
       "torch", "check the installed torch's lib/ (python in HETRUN_PYTHON)")(
@@ -203,27 +207,33 @@ void AddPreflightOptions(cxxopts::Options& options) {
       cxxopts::value<std::string>())("strict", "kernel-image check: partial coverage fails too");
 }
 
-Result<PreflightOptions> ReadPreflightOptions(const cxxopts::ParseResult& parsed,
-                                              const Environment& env) {
-  PreflightOptions options;
-  HETRUN_ASSIGN_OR_RETURN(options.rdzv_timeout,
-                          Setting<milliseconds>(parsed, "rdzv-timeout", env, "HETRUN_RDZV_TIMEOUT",
-                                                std::chrono::minutes(10), ParsePositiveDuration));
-  HETRUN_ASSIGN_OR_RETURN(options.peer_timeout,
-                          Setting<milliseconds>(parsed, "peer-timeout", env, "HETRUN_PEER_TIMEOUT",
-                                                std::chrono::seconds(15), ParsePositiveDuration));
+namespace {
+
+// --memory-reserve, --min-memory, --memory-ceiling and --memory-baseline (and their variables).
+Result<memory::CeilingOptions> ReadCeilingOptions(const cxxopts::ParseResult& parsed,
+                                                  const Environment& env) {
+  memory::CeilingOptions ceiling;
   using Bytes = std::optional<uint64_t>;
   HETRUN_ASSIGN_OR_RETURN(Bytes reserve,
                           Setting<Bytes>(parsed, "memory-reserve", env, "HETRUN_MEMORY_RESERVE",
                                          std::nullopt, ParseBytesSetting));
-  if (reserve) options.ceiling.reserve_bytes = *reserve;
+  if (reserve) ceiling.reserve_bytes = *reserve;
   HETRUN_ASSIGN_OR_RETURN(
       Bytes min_memory, Setting<Bytes>(parsed, "min-memory", env, "HETRUN_MIN_MEMORY", std::nullopt,
                                        ParseBytesSetting));
-  if (min_memory) options.ceiling.min_memory_bytes = *min_memory;
+  if (min_memory) ceiling.min_memory_bytes = *min_memory;
+  HETRUN_ASSIGN_OR_RETURN(
+      ceiling.mode,
+      Setting<memory::CeilingMode>(
+          parsed, "memory-ceiling", env, "HETRUN_MEMORY_CEILING_MODE", memory::CeilingMode::kJob,
+          [](std::string_view text) {
+            Result<memory::CeilingMode> mode = memory::ParseCeilingMode(text);
+            if (mode.ok()) return mode;
+            return Result<memory::CeilingMode>(InvalidArgumentError(mode.status().message()));
+          }));
   using Baseline = std::optional<memory::MemoryBaseline>;
   HETRUN_ASSIGN_OR_RETURN(
-      options.ceiling.baseline,
+      ceiling.baseline,
       Setting<Baseline>(parsed, "memory-baseline", env, "HETRUN_MEMORY_BASELINE", std::nullopt,
                         [](std::string_view text) -> Result<Baseline> {
                           if (text.empty()) return Baseline();  // empty: no baseline
@@ -236,6 +246,31 @@ Result<PreflightOptions> ReadPreflightOptions(const cxxopts::ParseResult& parsed
                           }
                           return InvalidArgumentError(why);
                         }));
+  if (ceiling.mode == memory::CeilingMode::kModel && ceiling.baseline) {
+    const std::string refusal =
+        "--memory-ceiling model and --memory-baseline " + std::string(ceiling.baseline->name) +
+        " (or HETRUN_MEMORY_CEILING_MODE / HETRUN_MEMORY_BASELINE) together: the baseline caps "
+        "every rank at one reference GPU, per-model ceilings give each model its own; use one";
+    if (parsed.count("memory-ceiling") || parsed.count("memory-baseline")) {
+      return UsageError(refusal);
+    }
+    return InvalidArgumentError(refusal);
+  }
+  return ceiling;
+}
+
+}  // namespace
+
+Result<PreflightOptions> ReadPreflightOptions(const cxxopts::ParseResult& parsed,
+                                              const Environment& env) {
+  PreflightOptions options;
+  HETRUN_ASSIGN_OR_RETURN(options.rdzv_timeout,
+                          Setting<milliseconds>(parsed, "rdzv-timeout", env, "HETRUN_RDZV_TIMEOUT",
+                                                std::chrono::minutes(10), ParsePositiveDuration));
+  HETRUN_ASSIGN_OR_RETURN(options.peer_timeout,
+                          Setting<milliseconds>(parsed, "peer-timeout", env, "HETRUN_PEER_TIMEOUT",
+                                                std::chrono::seconds(15), ParsePositiveDuration));
+  HETRUN_ASSIGN_OR_RETURN(options.ceiling, ReadCeilingOptions(parsed, env));
   if (parsed.count("scan")) options.scan_paths = parsed["scan"].as<std::vector<std::string>>();
   options.scan_torch = parsed.count("torch") > 0;
   if (parsed.count("torch-lib")) options.torch_lib = parsed["torch-lib"].as<std::string>();
@@ -255,15 +290,19 @@ Result<std::map<std::string, std::string>> PreflightResult::WorkerAdditions(cons
   std::map<std::string, std::string> add;
   if (rendezvous) add["TORCHELASTIC_USE_AGENT_STORE"] = "True";
   if (!ceiling) return add;
-  add["HETRUN_MEMORY_CEILING_BYTES"] = std::to_string(ceiling->bytes);
+  const bool has_gpu = local_rank >= 0 && static_cast<size_t>(local_rank) < inventory.gpus.size();
+  // Job mode: one number for every rank; model mode: this rank's model's (§5.8's caps use it).
+  const uint64_t mine = has_gpu
+                            ? ceiling->For(inventory.gpus[static_cast<size_t>(local_rank)].model)
+                            : ceiling->bytes;
+  add["HETRUN_MEMORY_CEILING_BYTES"] = std::to_string(mine);
   if (!memory::TorchSupportsMemoryFraction(torch_version)) return add;
-  if (local_rank < 0 || static_cast<size_t>(local_rank) >= inventory.gpus.size()) return add;
+  if (!has_gpu) return add;
   const GpuInfo& gpu = inventory.gpus[static_cast<size_t>(local_rank)];
   // torch multiplies the fraction by the device total; fakes declare only usable memory.
   uint64_t device = gpu.total_bytes != 0 ? gpu.total_bytes : gpu.usable_bytes;
-  HETRUN_ASSIGN_OR_RETURN(
-      memory::AllocConfMerge merge,
-      memory::MergeMemoryFraction(env, memory::MemoryFraction(ceiling->bytes, device)));
+  HETRUN_ASSIGN_OR_RETURN(memory::AllocConfMerge merge,
+                          memory::MergeMemoryFraction(env, memory::MemoryFraction(mine, device)));
   if (merge.value) {
     add[merge.variable] = *merge.value;
   } else if (local_rank == 0) {

@@ -100,10 +100,14 @@ Result<TopologyInputs> GatherTopologyInputs(const Environment& env, const Topolo
   HETRUN_ASSIGN_OR_RETURN(inputs.volcano_host_files,
                           ReadVolcanoHostFiles(dir.value_or("/etc/volcano"), dir.has_value()));
 
-  if (NeedsLocalGpuCount(env, flags)) {
+  // The inventory is read when the worker count needs it, or when it is declared (no probe):
+  // either way `hetrun env` shows each local GPU's model.
+  const bool declared = !fake_gpus.empty() || env.Get("HETRUN_FAKE_GPUS").has_value();
+  if (NeedsLocalGpuCount(env, flags) || declared) {
     std::unique_ptr<GpuProbe> probe = MakeSystemGpuProbe();
     HETRUN_ASSIGN_OR_RETURN(Inventory inventory, LocalInventory(env, fake_gpus, probe.get()));
     inputs.local_gpu_count = static_cast<int>(inventory.gpus.size());
+    for (const GpuInfo& gpu : inventory.gpus) inputs.local_gpu_models.push_back(gpu.model);
   }
   return inputs;
 }

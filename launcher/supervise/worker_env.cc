@@ -34,12 +34,22 @@ std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
   // an inventory (real GPUs not probed), a family the job set (its manifest) is kept.
   if (options.inventory != nullptr && local_rank >= 0 &&
       static_cast<size_t>(local_rank) < options.inventory->gpus.size()) {
-    env["HETRUN_GPU_FAMILY"] = options.inventory->gpus[static_cast<size_t>(local_rank)].family;
+    const GpuInfo& gpu = options.inventory->gpus[static_cast<size_t>(local_rank)];
+    env["HETRUN_GPU_FAMILY"] = gpu.family;
+    env["HETRUN_GPU_MODEL"] = gpu.model;
+    if (gpu.model.empty()) env.erase("HETRUN_GPU_MODEL");
   } else if (options.inventory != nullptr) {
     env.erase("HETRUN_GPU_FAMILY");  // the inventory is authoritative: this rank has no GPU in it
-  } else if (!env.contains("HETRUN_GPU_FAMILY")) {
-    if (auto family = FamilyOfLocalRank(options.nvml_families, base, local_rank)) {
-      env["HETRUN_GPU_FAMILY"] = *family;
+    env.erase("HETRUN_GPU_MODEL");
+  } else {
+    if (!env.contains("HETRUN_GPU_FAMILY")) {
+      if (auto family = FamilyOfLocalRank(options.nvml_families, base, local_rank)) {
+        env["HETRUN_GPU_FAMILY"] = *family;
+      }
+    }
+    if (!env.contains("HETRUN_GPU_MODEL")) {
+      auto model = FamilyOfLocalRank(options.nvml_models, base, local_rank);
+      if (model && !model->empty()) env["HETRUN_GPU_MODEL"] = *model;
     }
   }
   return env;

@@ -24,6 +24,8 @@ struct WorkerEnvOptions {
   /// Without an inventory: each local GPU's family as NVML reported it (nvml_families.h), used
   /// for HETRUN_GPU_FAMILY when the job did not set it and FamilyOfLocalRank can tell.
   std::vector<std::string> nvml_families = {};
+  /// Likewise each local GPU's model from NVML, for HETRUN_GPU_MODEL ("" entries: unknown).
+  std::vector<std::string> nvml_models = {};
 };
 
 /// The whole environment of the worker at `local_index` (an index into topology.ranks /
@@ -37,7 +39,8 @@ struct WorkerEnvOptions {
 /// when more than one worker runs on the node and the user did not set it (like torchrun), and
 /// HETRUN_GPU_FAMILY when the inventory has a GPU for this local rank (without an inventory the
 /// job's own value, if any, passes through unchanged; else NVML's family of this rank's GPU when
-/// known). TORCHELASTIC_ERROR_FILE
+/// known), and HETRUN_GPU_MODEL by the same rule from the GPU's model (gpu_model.h; NVML's
+/// model without an inventory). TORCHELASTIC_ERROR_FILE
 /// and HETRUN_RUN_DIR come from the supervisor (the run folder).
 std::map<std::string, std::string> WorkerEnvironment(const Environment& base,
                                                      const Topology& topology, size_t local_index,

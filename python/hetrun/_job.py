@@ -19,6 +19,7 @@ class Job:
     stage: int  #: pipeline stage of this rank (HETRUN_PLAN's layout; 0 without a plan)
     stage_ranks: tuple  #: the ranks of this stage: the data-parallel group the tuner balances
     family: Optional[str]  #: HETRUN_GPU_FAMILY (ampere, hopper, ...), None when unset
+    model: Optional[str]  #: HETRUN_GPU_MODEL (h100-sxm5, a100-pcie-40gb, ...), None when unset
     memory_ceiling_bytes: Optional[int]  #: HETRUN_MEMORY_CEILING_BYTES, None when unset
     emulated_slowdown: float  #: HETRUN_EMULATE_SLOWDOWN for this worker (1.0 when unset)
     source: str  #: where rank and world size came from ("RANK/WORLD_SIZE", "Open MPI", ...)
@@ -41,6 +42,7 @@ def init(apply_memory_ceiling: bool = True) -> Job:
         stage=info["stage"],
         stage_ranks=tuple(info["stage_ranks"]),
         family=info["family"],
+        model=info["model"],
         memory_ceiling_bytes=info["memory_ceiling_bytes"],
         emulated_slowdown=info["emulated_slowdown"],
         source=info["source"],

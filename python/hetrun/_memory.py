@@ -3,7 +3,10 @@ for a micro-batch of n samples is peak(n) = fixed + base + per_sample x n, where
 allocated when a step starts (parameters, gradients, optimizer state: the largest any rank saw),
 and base + per_sample x n is what the step adds on top (activations, and under FSDP2 the
 unsharded parameters of the units in flight). Every rank's micro-batch is capped so that the
-peak stays within the job-wide memory ceiling.
+peak stays within its memory ceiling: the job's (hetrun run --memory-ceiling job, the default), or
+its GPU model's (--memory-ceiling model: an H200 beside A100s keeps its memory). Each rank's
+ceiling rides in the one all-gather of the fixed part, so a job-wide micro-batch count (FSDP2,
+DeepSpeed ZeRO-2/3) is taken over every rank's own cap.
 
 per_sample is either declared (bytes_per_sample=N, base 0; what the CPU tests use) or measured
 (bytes_per_sample="measure", CUDA only): the first step runs at its usual micro-batch size, the
@@ -57,6 +60,7 @@ class Memory:
         self.per_sample: Optional[int] = None
         self.base = 0
         self.ceiling: Optional[int] = None
+        self.ceilings: Optional[List[int]] = None  # every group rank's, after gather_fixed()
         self.local_fixed = -1  # the largest allocated bytes at a step's start here (-1: none)
         self._cuda = device.type == "cuda"
         self.measuring = bytes_per_sample == MEASURE
@@ -119,24 +123,34 @@ class Memory:
         self.per_sample = max(int(p[1].item()) for p in parts)
 
     def gather_fixed(self, group, size: int, device: torch.device) -> int:
-        """The job-wide fixed part (one all-gather; -1 without a memory model)."""
+        """The job-wide fixed part (one all-gather; -1 without a memory model). The same
+        all-gather brings every rank's ceiling (self.ceilings, group order)."""
         if self.ceiling is None:
             return -1
-        mine = torch.tensor([self.local_fixed], dtype=torch.int64, device=device)
+        mine = torch.tensor([self.local_fixed, self.ceiling], dtype=torch.int64, device=device)
         parts = [torch.empty_like(mine) for _ in range(size)]
         dist.all_gather(parts, mine, group=group)
-        return max(int(p.item()) for p in parts)
+        self.ceilings = [int(p[1].item()) for p in parts]
+        return max(int(p[0].item()) for p in parts)
 
-    def largest(self, fixed: int) -> Optional[int]:
-        """The largest micro-batch within the ceiling; None without a model (yet)."""
+    def largest(self, fixed: int, ceiling: Optional[int] = None) -> Optional[int]:
+        """The largest micro-batch within `ceiling` (default this rank's); None without a
+        model (yet)."""
         if self.per_sample is None:
             return None
-        room = (self.ceiling - max(fixed, 0) - self.base) // self.per_sample
+        ceiling = self.ceiling if ceiling is None else ceiling
+        room = (ceiling - max(fixed, 0) - self.base) // self.per_sample
         if room < 1:
             raise ValueError(f"hetrun.Tuner: not one sample fits: fixed {fixed} + base "
                              f"{self.base} + bytes_per_sample={self.per_sample} exceeds the "
-                             f"memory ceiling {self.ceiling}")
+                             f"memory ceiling {ceiling}")
         return int(room)
+
+    def largest_per_rank(self, fixed: int) -> Optional[List[int]]:
+        """Every group rank's largest micro-batch (its own ceiling); None without a model."""
+        if self.per_sample is None or self.ceilings is None:
+            return None
+        return [self.largest(fixed, c) for c in self.ceilings]
 
     def describe(self) -> dict:
         """What the cap comes from, for the report."""

@@ -31,8 +31,8 @@ class WindowReport:
     #: tuner.micro_batches()) and how many micro-batches that step ran (1 without)
     micro_batch_size: List[int] = dataclasses.field(default_factory=list)
     micro_batch_count: List[int] = dataclasses.field(default_factory=list)
-    #: per rank: measured over expected time against its GPU family (or its own history when
-    #: alone in its family), 1.0 when unknown (docs/ARCHITECTURE.md §5.10)
+    #: per rank: measured over expected time against its GPU model's peers (or its own history when
+    #: alone in its model or of unknown model), 1.0 when unknown (docs/ARCHITECTURE.md §5.10)
     slowdown_ratio: List[float] = dataclasses.field(default_factory=list)
     #: the group ranks that are fail-slow after this window (K windows in a row)
     fail_slow: List[int] = dataclasses.field(default_factory=list)

@@ -205,8 +205,8 @@ class Tuner:
 
     @property
     def max_micro_batch(self) -> Optional[int]:
-        """The largest micro-batch that fits the memory ceiling (bytes_per_sample=), job-wide;
-        None without a memory model."""
+        """The largest micro-batch that fits this rank's memory ceiling (bytes_per_sample=; the
+        job's, or its GPU model's under --memory-ceiling model); None without a memory model."""
         return self._memory.largest(self._fixed)
 
     @property
@@ -223,14 +223,22 @@ class Tuner:
         possibly empty), since each micro-batch's forward all-gathers. Pass the same
         max_micro_batch on every rank."""
         _positive_int("max_micro_batch", max_micro_batch, 1)
-        cap = max_micro_batch
-        memory_cap = self.max_micro_batch
-        if memory_cap is not None:
-            cap = min(cap, memory_cap)
-        cap = self._memory.probe_cap(self._step_index, min(cap, max(max(self._shares), 1)))
+        most = max(max(self._shares), 1)
+
+        def capped(memory_cap: Optional[int]) -> int:
+            cap = max_micro_batch if memory_cap is None else min(max_micro_batch, memory_cap)
+            return self._memory.probe_cap(self._step_index, min(cap, most))
+
+        cap = capped(self.max_micro_batch)
         share = self._share
         if self._engine.lockstep_micro_batches:
-            count = max(max(-(-s // cap) for s in self._shares), 1)
+            # Every rank's own cap (its ceiling: per model under --memory-ceiling model).
+            caps = self._memory.largest_per_rank(self._fixed)
+            if caps is None or len(caps) != len(self._shares):
+                caps = [cap] * len(self._shares)
+            else:
+                caps = [capped(c) for c in caps]
+            count = max(max(-(-s // c) for s, c in zip(self._shares, caps)), 1)
         else:
             _, count, _ = _core.plan_micro_batches(share, cap)
         sizes = [share // count + (1 if i < share % count else 0) for i in range(count)]

@@ -42,6 +42,8 @@ py::dict ReadJob() {
   job["layout_source"] = layout.source;
   const std::string family = env.Get("HETRUN_GPU_FAMILY").value_or("");
   job["family"] = family.empty() ? py::object(py::none()) : py::object(py::str(family));
+  const std::string model = env.Get("HETRUN_GPU_MODEL").value_or("");
+  job["model"] = model.empty() ? py::object(py::none()) : py::object(py::str(model));
   job["memory_ceiling_bytes"] = ceiling ? py::object(py::int_(*ceiling)) : py::object(py::none());
   job["emulated_slowdown"] = slowdown;
   return job;

@@ -37,7 +37,7 @@ py::dict RankWindowDict(const RankWindow& r) {
   d["window_ms"] = r.window_ms;
   d["bookkeeping_ms"] = r.bookkeeping_ms;
   d["last_boundary_ms"] = r.last_boundary_ms;
-  d["family"] = std::string(r.family, strnlen(r.family, sizeof(r.family)));
+  d["model"] = std::string(r.model, strnlen(r.model, sizeof(r.model)));
   return d;
 }
 
@@ -117,8 +117,8 @@ WindowLoopOptions OptionsFrom(int64_t batch, const py::kwargs& kwargs) {
       m.max_points = value.cast<int>();
     } else if (key == "tune") {
       o.tune = value.cast<bool>();
-    } else if (key == "family") {
-      o.family = value.cast<std::string>();
+    } else if (key == "model") {
+      o.model = value.cast<std::string>();
     } else if (key == "pool_families") {
       c.family_pool.enabled = value.cast<bool>();
     } else if (key == "initial") {
@@ -164,7 +164,7 @@ void BindWindowLoop(py::module_& m) {
            }),
            py::arg("batch"), py::arg("rank"), py::arg("ranks"),
            "Options as keywords: window, warmup, min_share, cap, max_micro_batch, tune, initial, "
-           "family, "
+           "model, "
            "pool_families, "
            "and the controller's and cost model's fields by name (hetrun/tuner/controller.h, "
            "cost_model.h).")

@@ -1,6 +1,7 @@
 #include "hetrun/job/inventory.h"
 
 #include "hetrun/base/units.h"
+#include "hetrun/job/gpu_model.h"
 
 namespace hetrun {
 namespace {
@@ -34,6 +35,7 @@ Result<GpuInfo> ParseOne(std::string_view entry, size_t index) {
   if (!mib.ok()) return bad("usable memory must be a positive number of MiB");
   gpu.usable_bytes = static_cast<uint64_t>(*mib) << 20;
   gpu.family = FamilyForCapability(gpu.major, gpu.minor);
+  gpu.model = NormalizeGpuModel(gpu.name, gpu.usable_bytes);
   return gpu;
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "hetrun/base/units.h"
+#include "hetrun/job/gpu_model.h"
 
 namespace hetrun {
 namespace {
@@ -25,7 +26,8 @@ json GpuToJson(const GpuInfo& gpu) {
               {"capability", gpu.CapabilityString()},
               {"total_bytes", gpu.total_bytes},
               {"usable_bytes", gpu.usable_bytes},
-              {"family", gpu.family}};
+              {"family", gpu.family},
+              {"model", gpu.model}};
 }
 
 // A missing or mistyped key still throws json's exception (DecodeNodeRecord catches it); a
@@ -47,6 +49,9 @@ Result<GpuInfo> GpuFromJson(const json& j) {
   gpu.total_bytes = j.at("total_bytes").get<uint64_t>();
   gpu.usable_bytes = j.at("usable_bytes").get<uint64_t>();
   gpu.family = j.at("family").get<std::string>();
+  // The model (gpu_model.h); a record without one names its GPU's model from the name.
+  gpu.model = j.contains("model") ? j.at("model").get<std::string>()
+                                  : NormalizeGpuModel(gpu.name, gpu.total_bytes);
   return gpu;
 }
 

@@ -518,6 +518,7 @@ Result<Topology> ResolveTopology(const TopologyInputs& in) {
     topology.notes.push_back("Volcano task of this pod unknown: " +
                              gathered.volcano->own_task_error.message());
   }
+  topology.local_gpu_models = in.local_gpu_models;
   LogOverrides(topology);
   return topology;
 }

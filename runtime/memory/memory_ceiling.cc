@@ -54,8 +54,48 @@ std::string DescribeGpu(const JobGpu& gpu) {
   return text + " GPU " + std::to_string(gpu.index) + " " + gpu.gpu.name;
 }
 
+Result<CeilingMode> ParseCeilingMode(std::string_view text) {
+  if (text == "job") return CeilingMode::kJob;
+  if (text == "model") return CeilingMode::kModel;
+  return UsageError("'" + std::string(text.substr(0, 64)) + "' is not a ceiling mode (job, model)");
+}
+
+uint64_t Ceiling::For(const std::string& model) const {
+  auto it = per_model.find(model);
+  return mode == CeilingMode::kModel && it != per_model.end() ? it->second : bytes;
+}
+
+namespace {
+
+// Model mode: each known model's smallest usable GPU minus the reserve, checked like the job's.
+void AddModelCeilings(std::span<const JobGpu> gpus, const CeilingOptions& options,
+                      Ceiling& ceiling) {
+  std::map<std::string, const JobGpu*> smallest;
+  for (const JobGpu& gpu : gpus) {
+    if (gpu.gpu.model.empty()) continue;
+    const JobGpu*& least = smallest[gpu.gpu.model];
+    if (least == nullptr || gpu.gpu.usable_bytes < least->gpu.usable_bytes) least = &gpu;
+  }
+  std::string parts;
+  for (const auto& [model, gpu] : smallest) {
+    // The job's smallest GPU passed the reserve check, so every model's does too.
+    ceiling.per_model[model] = gpu->gpu.usable_bytes - options.reserve_bytes;
+    parts += (parts.empty() ? "" : ", ") + model + " " + MiB(ceiling.per_model[model]) + " (" +
+             DescribeGpu(*gpu) + ")";
+  }
+  ceiling.explanation += "; per model (--memory-ceiling model): " + parts;
+}
+
+}  // namespace
+
 Result<Ceiling> ComputeCeiling(std::span<const JobGpu> gpus, const CeilingOptions& options) {
   if (gpus.empty()) return InvalidArgumentError("no GPU in the job: no memory ceiling to compute");
+  if (options.mode == CeilingMode::kModel && options.baseline) {
+    return InvalidArgumentError(
+        "--memory-ceiling model with --memory-baseline " + std::string(options.baseline->name) +
+        ": the baseline caps every rank at one reference GPU, per-model ceilings give each model "
+        "its own; use one of the two");
+  }
   auto smallest = std::min_element(gpus.begin(), gpus.end(), [](const JobGpu& a, const JobGpu& b) {
     return a.gpu.usable_bytes < b.gpu.usable_bytes;
   });
@@ -82,17 +122,22 @@ Result<Ceiling> ComputeCeiling(std::span<const JobGpu> gpus, const CeilingOption
                                   MiB(options.min_memory_bytes) + " (short by " +
                                   MiB(options.min_memory_bytes - ceiling.bytes) + ")");
   }
+  ceiling.mode = options.mode;
+  if (options.mode == CeilingMode::kModel) {
+    AddModelCeilings(gpus, options, ceiling);
+  }
   return ceiling;
 }
 
 Status CheckFreeMemory(std::span<const JobGpu> gpus, const Ceiling& ceiling) {
-  const uint64_t need = ceiling.bytes + ceiling.reserve_bytes;
   std::string shorts;
   for (const JobGpu& gpu : gpus) {
+    const uint64_t mine = ceiling.For(gpu.gpu.model);
+    const uint64_t need = mine + ceiling.reserve_bytes;
     if (gpu.gpu.usable_bytes >= need) continue;
     shorts += (shorts.empty() ? "" : "; ") + DescribeGpu(gpu) + " has " +
-              MiB(gpu.gpu.usable_bytes) + " free, needs " + MiB(need) + " (ceiling " +
-              MiB(ceiling.bytes) + " + reserve " + MiB(ceiling.reserve_bytes) + ")";
+              MiB(gpu.gpu.usable_bytes) + " free, needs " + MiB(need) + " (ceiling " + MiB(mine) +
+              " + reserve " + MiB(ceiling.reserve_bytes) + ")";
   }
   if (shorts.empty()) return Status::Ok();
   return ResourceExhaustedError("GPU memory held by another process: " + shorts);

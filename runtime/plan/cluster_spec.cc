@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "hetrun/base/nearest_name.h"
+#include "hetrun/job/gpu_model.h"
 #include "plan/json_fields.h"
 
 namespace hetrun::plan {
@@ -35,14 +36,16 @@ bool IsLabelKey(std::string_view key) {
 }
 
 Status ParseFamilySpeeds(const nlohmann::json& root, const JsonPlace& place,
-                         std::map<std::string, double>* speeds) {
-  auto it = root.find("family_speed");
+                         std::map<std::string, double>* speeds, const char* key = "family_speed",
+                         const char* what = "family") {
+  auto it = root.find(key);
   if (it == root.end()) return Status::Ok();
-  JsonPlace at = place.Key("family_speed");
-  if (!it->is_object()) return at.Error("must be an object of family: speed");
+  JsonPlace at = place.Key(key);
+  if (!it->is_object()) return at.Error(std::string("must be an object of ") + what + ": speed");
   for (const auto& [family, unused] : it->items()) {
     if (!IsLabelValue(family)) {
-      return at.Key(internal::Shown(family)).Error("not a valid label value for a GPU family");
+      return at.Key(internal::Shown(family))
+          .Error(std::string("not a valid label value for a GPU ") + what);
     }
     HETRUN_ASSIGN_OR_RETURN(double speed, internal::RequiredNumber(*it, at, family, 0, true));
     (*speeds)[family] = speed;
@@ -146,6 +149,15 @@ std::map<std::string, double> DefaultFamilySpeeds() {
   return {{"ampere", 1.0}, {"hopper", 3.17}};
 }
 
+std::map<std::string, double> DefaultModelSpeeds() {
+  std::map<std::string, double> speeds;
+  const GpuModelSpec* a100 = FindGpuModel("a100-sxm4-80gb");
+  for (const GpuModelSpec& m : KnownGpuModels()) {
+    speeds[std::string(m.id)] = m.bf16_dense_tflops / a100->bf16_dense_tflops;
+  }
+  return speeds;
+}
+
 std::vector<std::string> ClusterSpec::TaskOrder() const {
   std::vector<std::string> order;
   for (const StageSlot& slot : stages) {
@@ -160,9 +172,60 @@ namespace {
 // stages of each task (the next stage's VC_TASK_INDEX).
 struct TaskBook {
   std::map<std::string, std::string> family_of_task;
+  std::map<std::string, std::string> model_of_task;
   std::map<std::string, int64_t> replicas;
   std::map<std::string, int64_t> gpus_of_task;
 };
+
+// What a stage entry runs on: its family (the node selector's value), its model when named,
+// and the speed: the model's when named, else the family's.
+struct StageKind {
+  std::string family;
+  std::string model;
+  double speed = 0;
+};
+
+std::string Known(const std::map<std::string, double>& speeds) {
+  std::string known;
+  for (const auto& [name, unused] : speeds) known += (known.empty() ? "" : ", ") + name;
+  return known;
+}
+
+Result<StageKind> StageKindOf(const nlohmann::json& entry, const JsonPlace& at,
+                              const ClusterSpec& cluster) {
+  StageKind kind;
+  HETRUN_ASSIGN_OR_RETURN(auto family, internal::OptionalString(entry, at, "family"));
+  HETRUN_ASSIGN_OR_RETURN(auto model, internal::OptionalString(entry, at, "model"));
+  if (!family && !model) return at.Key("family").Error("missing (name a family or a model)");
+  if (model) {
+    auto speed = cluster.model_speed.find(*model);
+    if (speed == cluster.model_speed.end()) {
+      return at.Key("model").Error("unknown GPU model '" + internal::Shown(*model) + "' (known: " +
+                                   Known(cluster.model_speed) + "; add it to $.model_speed)");
+    }
+    const GpuModelSpec* spec = FindGpuModel(*model);
+    if (spec == nullptr && !family) {
+      return at.Key("family").Error("missing: model '" + internal::Shown(*model) +
+                                    "' is not in hetrun's table, so name its family");
+    }
+    if (spec != nullptr && family && *family != spec->family) {
+      return at.Key("family").Error("'" + internal::Shown(*family) + "' but model '" + *model +
+                                    "' is " + std::string(spec->family));
+    }
+    kind.model = *model;
+    kind.family = family ? *family : std::string(spec->family);
+    kind.speed = speed->second;
+    return kind;
+  }
+  auto speed = cluster.family_speed.find(*family);
+  if (speed == cluster.family_speed.end()) {
+    return at.Key("family").Error("unknown GPU family '" + internal::Shown(*family) + "' (known: " +
+                                  Known(cluster.family_speed) + "; add it to $.family_speed)");
+  }
+  kind.family = *family;
+  kind.speed = speed->second;
+  return kind;
+}
 
 // One entry of $.stages, expanded into `count` stages appended to cluster->stages.
 Status ParseStageEntry(const nlohmann::json& entry, const JsonPlace& at,
@@ -170,27 +233,25 @@ Status ParseStageEntry(const nlohmann::json& entry, const JsonPlace& at,
                        const std::optional<Link>& default_nvlink, TaskBook* book,
                        ClusterSpec* cluster) {
   HETRUN_RETURN_IF_ERROR(internal::CheckObject(
-      entry, at, {"task", "family", "count", "memory_bytes", "gpus", "network", "nvlink"}));
+      entry, at,
+      {"task", "family", "model", "count", "memory_bytes", "gpus", "network", "nvlink"}));
   HETRUN_ASSIGN_OR_RETURN(std::string task, internal::RequiredString(entry, at, "task"));
   if (!IsDnsLabel(task)) {
     return at.Key("task").Error("'" + internal::Shown(task) +
                                 "' is not an RFC 1123 label (lower-case letters, digits, '-', "
                                 "at most 63), as Volcano requires of task names");
   }
-  HETRUN_ASSIGN_OR_RETURN(std::string family, internal::RequiredString(entry, at, "family"));
-  auto speed = cluster->family_speed.find(family);
-  if (speed == cluster->family_speed.end()) {
-    std::string known;
-    for (const auto& [name, unused] : cluster->family_speed) {
-      known += (known.empty() ? "" : ", ") + name;
-    }
-    return at.Key("family").Error("unknown GPU family '" + internal::Shown(family) +
-                                  "' (known: " + known + "; add it to $.family_speed)");
-  }
+  HETRUN_ASSIGN_OR_RETURN(StageKind kind, StageKindOf(entry, at, *cluster));
+  const std::string& family = kind.family;
   auto [previous, inserted] = book->family_of_task.emplace(task, family);
   if (!inserted && previous->second != family) {
     return at.Key("family").Error("task '" + task + "' is on family '" + previous->second +
                                   "' in an earlier entry; one task has one node selector");
+  }
+  auto [named, first_model] = book->model_of_task.emplace(task, kind.model);
+  if (!first_model && named->second != kind.model) {
+    return at.Key("model").Error("task '" + task + "' is on model '" + named->second +
+                                 "' in an earlier entry; one task has one pod template");
   }
   HETRUN_ASSIGN_OR_RETURN(int64_t count, internal::IntegerOr(entry, at, "count", 1, 1, kMaxStages));
   HETRUN_ASSIGN_OR_RETURN(
@@ -213,8 +274,8 @@ Status ParseStageEntry(const nlohmann::json& entry, const JsonPlace& at,
   HETRUN_ASSIGN_OR_RETURN(auto nvlink,
                           ParseLink(entry, at, "nvlink", NvlinkTable(), default_nvlink));
   for (int64_t k = 0; k < count; ++k) {
-    cluster->stages.push_back(
-        {task, book->replicas[task]++, family, speed->second, *memory, gpus, network, nvlink});
+    cluster->stages.push_back({task, book->replicas[task]++, family, kind.speed, *memory, gpus,
+                               network, nvlink, kind.model});
   }
   return Status::Ok();
 }
@@ -226,12 +287,15 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view json_text, std::string_vie
   JsonPlace place{std::string(source), "$"};
   HETRUN_RETURN_IF_ERROR(
       internal::CheckObject(root, place,
-                            {"family_speed", "label_key", "memory_ceiling_bytes", "stages",
-                             "job_name", "namespace", "queue", "image", "gpus_per_pod", "command",
-                             "network", "nvlink", "network_tier", "network_mode"}));
+                            {"family_speed", "model_speed", "label_key", "memory_ceiling_bytes",
+                             "stages", "job_name", "namespace", "queue", "image", "gpus_per_pod",
+                             "command", "network", "nvlink", "network_tier", "network_mode"}));
   ClusterSpec cluster;
   cluster.family_speed = DefaultFamilySpeeds();
   HETRUN_RETURN_IF_ERROR(ParseFamilySpeeds(root, place, &cluster.family_speed));
+  cluster.model_speed = DefaultModelSpeeds();
+  HETRUN_RETURN_IF_ERROR(
+      ParseFamilySpeeds(root, place, &cluster.model_speed, "model_speed", "model"));
   HETRUN_ASSIGN_OR_RETURN(auto label_key, internal::OptionalString(root, place, "label_key"));
   if (label_key) {
     if (!IsLabelKey(*label_key)) {

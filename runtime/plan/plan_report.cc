@@ -26,6 +26,7 @@ Json StagesJson(const SplitFigures& split, const ModelSpec& model) {
          {"task", stage.slot.task},
          {"task_index", stage.slot.task_index},
          {"family", stage.slot.family},
+         {"model", stage.slot.model},
          {"speed", stage.slot.speed},
          {"replicas", stage.slot.gpus},
          {"first_layer", stage.first_layer},

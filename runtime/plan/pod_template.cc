@@ -150,9 +150,11 @@ std::vector<TaskPods> PlannedTasks(const PipelinePlan& plan, const ClusterSpec& 
     std::vector<std::string> stage_ids;
     std::vector<std::string> stage_layers;
     int64_t total_layers = 0;
+    std::string model;
     for (const StageFigures& stage : plan.best.stages) {
       if (stage.slot.task != task) continue;
       pods.family = stage.slot.family;
+      model = stage.slot.model;
       pods.gpus = stage.slot.gpus;
       stage_ids.push_back(std::to_string(stage.stage));
       stage_layers.push_back(std::to_string(stage.first_layer) + ":" +
@@ -167,6 +169,9 @@ std::vector<TaskPods> PlannedTasks(const PipelinePlan& plan, const ClusterSpec& 
                      EnvVar("HETRUN_MICRO_BATCH", std::to_string(plan.micro_batch_size)),
                      EnvVar("HETRUN_MICRO_BATCHES", std::to_string(plan.micro_batches)),
                      EnvVar("HETRUN_GPU_FAMILY", pods.family)});
+    // A task whose cluster entries name a model: the workers' model (hetrun run keeps it unless
+    // the node's GPUs are declared, as for HETRUN_GPU_FAMILY).
+    if (!model.empty()) pods.env.push_back(EnvVar("HETRUN_GPU_MODEL", model));
     if (cluster.memory_ceiling_bytes) {
       char bytes[32];
       std::snprintf(bytes, sizeof bytes, "%.0f", *cluster.memory_ceiling_bytes);

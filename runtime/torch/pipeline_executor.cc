@@ -161,6 +161,8 @@ Status PipelineExecutor::RunSchedule(int64_t step, PipelineStepFigures& figures)
   inputs_.assign(m, torch::Tensor());
   outputs_.assign(m, torch::Tensor());
   loss_sum_ = torch::zeros({1}, torch::TensorOptions(runtime_.device()).dtype(torch::kFloat64));
+  // HETRUN_EMULATE_SLOWDOWN on CPU: this step's factor, `@stepS` entries included (§5.4).
+  const double slowdown = runtime_.emulated_slowdown_at(step);
   for (const pipeline::ScheduleStep& entry : schedule_.steps) {
     const auto start = std::chrono::steady_clock::now();
     if (entry.communicate) {
@@ -168,11 +170,11 @@ Status PipelineExecutor::RunSchedule(int64_t step, PipelineStepFigures& figures)
       figures.wait_ms += MsSince(start);
     } else if (entry.ops[0].kind == OpKind::kForward) {
       HETRUN_RETURN_IF_ERROR(Forward(entry.ops[0], step));
-      Stretch(start, slowdown_);
+      Stretch(start, slowdown);
       figures.forward_ms += MsSince(start);
     } else {
       HETRUN_RETURN_IF_ERROR(Backward(entry.ops[0]));
-      Stretch(start, slowdown_);
+      Stretch(start, slowdown);
       figures.backward_ms += MsSince(start);
     }
   }

@@ -79,6 +79,11 @@ Result<std::unique_ptr<Runtime>> Runtime::FromEnv(const Environment& env,
     slowdown = 1.0;
   }
   rt->slowdown_ = slowdown;
+  // The whole schedule (docs/ARCHITECTURE.md §5.4): the step timer and the pipeline executor take
+  // each step's factor, as the Python clocks do. On a GPU it stays the default (1 everywhere).
+  if (!gpu) {
+    HETRUN_ASSIGN_OR_RETURN(rt->schedule_, EmulatedSlowdownScheduleFromEnv(env));
+  }
 
   HETRUN_ASSIGN_OR_RETURN(rt->store_, ConnectStore(id, options.timeout));
   internal::BackendSpec spec;

@@ -26,9 +26,16 @@ struct StepTimer::GpuStep {
 StepTimer::StepTimer(torch::Device device, double slowdown)
     : device_(device), slowdown_(device.is_cuda() ? 1.0 : slowdown) {}
 
+StepTimer::StepTimer(torch::Device device, EmulatedSlowdown schedule)
+    : device_(device), slowdown_(1.0) {
+  if (!device.is_cuda()) schedule_ = std::move(schedule);
+}
+
 StepTimer::~StepTimer() = default;
 
 void StepTimer::StartStep(int64_t samples) {
+  ++step_;
+  if (schedule_) slowdown_ = schedule_->At(step_);
   samples_ = samples;
   cpu_ms_ = 0;
   cpu_wait_ms_ = 0;

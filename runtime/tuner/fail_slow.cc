@@ -1,4 +1,4 @@
-// Fail-slow detection: each rank against its family's median and its own normalised history.
+// Fail-slow detection: each rank against its model's median and its own normalised history.
 #include "hetrun/tuner/fail_slow.h"
 
 #include <algorithm>
@@ -25,7 +25,7 @@ bool Fitted(const RankFit& fit) {
   return fit.c_ms > 0 && std::isfinite(fit.c_ms);
 }
 
-// Per family: the ranks (fitted ones) and the median share they were measured at.
+// Per model: the ranks (fitted ones) and the median share they were measured at.
 struct Family {
   std::vector<size_t> ranks;
   int64_t reference = 0;
@@ -35,7 +35,9 @@ std::map<std::string, Family> Families(std::span<const std::string> families,
                                        std::span<const RankFit> fits) {
   std::map<std::string, Family> out;
   for (size_t r = 0; r < fits.size(); ++r) {
-    if (Fitted(fits[r])) out[families[r]].ranks.push_back(r);
+    // A rank of unknown model has no peers: it is a group of its own (its history judges it).
+    const std::string key = families[r].empty() ? "\x01unknown " + std::to_string(r) : families[r];
+    if (Fitted(fits[r])) out[key].ranks.push_back(r);
   }
   for (auto& [name, family] : out) {
     std::vector<int64_t> shares;
@@ -86,7 +88,12 @@ void FailSlowDetector::CompareWithHistory(std::span<const std::string> families,
       if (4 * old.n >= near && old.n <= 4 * near) past.push_back(PredictedMs(old, n));
     }
     if (static_cast<int64_t>(past.size()) < options_.min_history) continue;
-    const double baseline = Median(past);
+    // The upper envelope of the accepted lines at n: each is a local line (a tangent of a
+    // convex cost: knees, steeper slopes past a memory threshold), which reads a convex cost
+    // low away from where it was measured, and a line fitted at a share far from n carries its
+    // slope's error there. The highest reading is the closest to the true cost; a rank slower
+    // by more than the threshold is still above every one of them.
+    const double baseline = *std::max_element(past.begin(), past.end());
     if (!(baseline > 0)) continue;
     change[r] = PredictedMs(fits[r], n) / baseline;
     all.push_back(change[r]);
@@ -159,7 +166,7 @@ Result<std::vector<FailSlowVerdict>> FailSlowDetector::Update(std::span<const st
       v.family_ratio = times[i] / median;
       v.ratio = v.family_ratio;
       v.expected_ms = median;
-      v.basis = "family";
+      v.basis = "model";
     }
   }
   CompareWithHistory(families, fits, out);

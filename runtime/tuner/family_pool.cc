@@ -8,6 +8,11 @@
 namespace hetrun::tuner {
 namespace {
 
+// A model's blend fades out as the family weight of its median rank falls from kFullBlend (the
+// spread beyond the noise, tau^2, 0.43 of the median noise s^2) to kMinBlend (tau^2 = 1.5 s^2).
+constexpr double kFullBlend = 0.7;
+constexpr double kMinBlend = 0.4;
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -62,12 +67,19 @@ void PoolOne(std::span<const size_t> members, std::vector<RankFit>& fits,
     id += w * d[i];
   }
   if (iw <= 0) return;
+  // The shrinkage vanishes as the cards' spread grows past their noise: blending cards that are
+  // not alike biases the slowest toward the model's mean, which the min-max split pays for. The
+  // blend fades out as the median rank's weight falls from kFullBlend to kMinBlend (a fade, not
+  // a switch, so a spread estimate near the edge does not flip the split between windows).
+  const double median_b = Median(s2) / (Median(s2) + tau2);
+  const double fade = std::clamp((median_b - kMinBlend) / (kFullBlend - kMinBlend), 0.0, 1.0);
+  if (fade <= 0) return;
   const double family_d = id / iw;
   const double family_var = 1 / iw;  // the uncertainty of the family's level
   for (size_t i = 0; i < m; ++i) {
     if (!inlier[i]) continue;
     RankFit& f = fits[members[i]];
-    const double b = s2[i] / (s2[i] + tau2);  // weight of the family in the blend
+    const double b = fade * s2[i] / (s2[i] + tau2);  // weight of the family in the blend
     const double k = 1 + family_d;
     const double a = (1 - b) * f.a_ms + b * k * pooled.a_ms;
     const double c = (1 - b) * f.c_ms + b * k * pooled.c_ms;

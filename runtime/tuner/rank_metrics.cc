@@ -19,16 +19,16 @@ std::string FailSlowReportPath(const std::string& run_dir, int rank) {
   return run_dir + "/fail_slow/rank_" + std::to_string(rank);
 }
 
-std::string FailSlowText(const FailSlowVerdict& v, const std::string& family, int64_t windows,
+std::string FailSlowText(const FailSlowVerdict& v, const std::string& model, int64_t windows,
                          int64_t window) {
-  const bool by_family = std::string_view(v.basis) == "family";
+  const bool by_peers = std::string_view(v.basis) == "model";
   char text[320];
   std::snprintf(text, sizeof(text),
-                "(family %s): %.1f ms at %lld samples, expected %.1f ms from %s (%.2fx) for %lld "
+                "(model %s): %.1f ms at %lld samples, expected %.1f ms from %s (%.2fx) for %lld "
                 "windows (window %lld)",
-                family.empty() ? "unknown" : family.c_str(), v.measured_ms,
+                model.empty() ? "unknown" : model.c_str(), v.measured_ms,
                 static_cast<long long>(v.reference_samples), v.expected_ms,
-                by_family ? "its family median" : "its own history", v.ratio,
+                by_peers ? "its model's median" : "its own history", v.ratio,
                 static_cast<long long>(windows), static_cast<long long>(window));
   return text;
 }

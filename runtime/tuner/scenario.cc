@@ -131,9 +131,10 @@ Result<std::vector<ProfilePoint>> ParseProfile(const json& j, const std::string&
 }
 
 Result<ScenarioRank> ParseRank(const json& j, const std::string& path, int64_t batch) {
-  HETRUN_RETURN_IF_ERROR(CheckObject(j, path,
-                                     {"family", "ms_fixed", "ms_per_sample", "profile",
-                                      "max_samples", "max_micro_batch", "ms_per_micro_batch"}));
+  HETRUN_RETURN_IF_ERROR(
+      CheckObject(j, path,
+                  {"family", "model", "ms_fixed", "ms_per_sample", "profile", "max_samples",
+                   "max_micro_batch", "ms_per_micro_batch", "memory_mib"}));
   ScenarioRank rank;
   if (!j.contains("family")) return PathError(Join(path, "family"), "missing");
   if (!j.at("family").is_string()) {
@@ -142,6 +143,13 @@ Result<ScenarioRank> ParseRank(const json& j, const std::string& path, int64_t b
   rank.family = j.at("family").get<std::string>();
   if (!DatasheetTflops(rank.family).ok()) {
     return PathError(Join(path, "family"), DatasheetTflops(rank.family).status().message());
+  }
+  if (j.contains("model")) {
+    if (!j.at("model").is_string() || j.at("model").get<std::string>().size() > 15) {
+      return PathError(Join(path, "model"),
+                       "must be a string of at most 15 characters, got " + Shown(j.at("model")));
+    }
+    rank.model = j.at("model").get<std::string>();
   }
   if (j.contains("profile")) {
     for (const char* line : {"ms_fixed", "ms_per_sample"}) {
@@ -160,9 +168,9 @@ Result<ScenarioRank> ParseRank(const json& j, const std::string& path, int64_t b
                           GetInt(j, path, "max_micro_batch", 1, kMaxBatch, int64_t{0}));
   HETRUN_ASSIGN_OR_RETURN(rank.ms_per_micro_batch,
                           GetNumber(j, path, "ms_per_micro_batch", 0, true, 1e9, 0.0));
-  if (rank.ms_per_micro_batch > 0 && rank.max_micro_batch == 0) {
-    return PathError(Join(path, "ms_per_micro_batch"), "needs max_micro_batch");
-  }
+  HETRUN_ASSIGN_OR_RETURN(int64_t mib,
+                          GetInt(j, path, "memory_mib", 1, int64_t{64} << 20, int64_t{0}));
+  rank.memory_bytes = static_cast<uint64_t>(mib) << 20;
   return rank;
 }
 
@@ -177,10 +185,63 @@ Result<ScenarioSpikes> ParseSpikes(const json& root) {
   return spikes;
 }
 
+// Micro-batch caps: given per rank, or from the memory block (never both); a per-micro-batch
+// time needs a cap.
+Status CheckMicroBatches(Scenario& s) {
+  for (size_t st = 0; st < s.stages.size(); ++st) {
+    for (size_t r = 0; r < s.stages[st].ranks.size(); ++r) {
+      const ScenarioRank& rank = s.stages[st].ranks[r];
+      const std::string path =
+          "stages[" + std::to_string(st) + "].ranks[" + std::to_string(r) + "]";
+      if (s.memory.given && rank.max_micro_batch > 0) {
+        return PathError(Join(path, "max_micro_batch"),
+                         "give either max_micro_batch or the scenario's memory block");
+      }
+    }
+  }
+  HETRUN_RETURN_IF_ERROR(ApplyMemoryCeilings(s, s.memory.per_model));
+  for (size_t st = 0; st < s.stages.size(); ++st) {
+    for (size_t r = 0; r < s.stages[st].ranks.size(); ++r) {
+      const ScenarioRank& rank = s.stages[st].ranks[r];
+      if (rank.ms_per_micro_batch > 0 && rank.max_micro_batch == 0) {
+        return PathError("stages[" + std::to_string(st) + "].ranks[" + std::to_string(r) +
+                             "].ms_per_micro_batch",
+                         "needs max_micro_batch (or the memory block)");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<ScenarioMemory> ParseMemory(const json& root) {
+  ScenarioMemory m;
+  if (!root.contains("memory")) return m;
+  const json& j = root.at("memory");
+  HETRUN_RETURN_IF_ERROR(
+      CheckObject(j, "memory", {"fixed_bytes", "bytes_per_sample", "reserve_bytes", "ceiling"}));
+  m.given = true;
+  constexpr int64_t kMaxBytes = int64_t{1} << 50;
+  HETRUN_ASSIGN_OR_RETURN(int64_t fixed, GetInt(j, "memory", "fixed_bytes", 0, kMaxBytes, {}));
+  HETRUN_ASSIGN_OR_RETURN(int64_t bps, GetInt(j, "memory", "bytes_per_sample", 1, kMaxBytes, {}));
+  HETRUN_ASSIGN_OR_RETURN(int64_t reserve, GetInt(j, "memory", "reserve_bytes", 0, kMaxBytes,
+                                                  static_cast<int64_t>(m.reserve_bytes)));
+  m.fixed_bytes = static_cast<uint64_t>(fixed);
+  m.bytes_per_sample = static_cast<uint64_t>(bps);
+  m.reserve_bytes = static_cast<uint64_t>(reserve);
+  if (j.contains("ceiling")) {
+    const json& c = j.at("ceiling");
+    if (!c.is_string() || (c != "job" && c != "model")) {
+      return PathError("memory.ceiling", "must be \"job\" or \"model\", got " + Shown(c));
+    }
+    m.per_model = c == "model";
+  }
+  return m;
+}
+
 Result<Scenario> ParseTree(const json& root) {
-  HETRUN_RETURN_IF_ERROR(CheckObject(
-      root, "",
-      {"global_batch", "window", "iterations", "noise", "seed", "spikes", "stages", "events"}));
+  HETRUN_RETURN_IF_ERROR(CheckObject(root, "",
+                                     {"global_batch", "window", "iterations", "noise", "seed",
+                                      "spikes", "stages", "events", "memory"}));
   Scenario s;
   HETRUN_ASSIGN_OR_RETURN(s.global_batch, GetInt(root, "", "global_batch", 1, kMaxBatch, {}));
   HETRUN_ASSIGN_OR_RETURN(s.window, GetInt(root, "", "window", 1, kMaxIterations, {}));
@@ -189,6 +250,7 @@ Result<Scenario> ParseTree(const json& root) {
   HETRUN_ASSIGN_OR_RETURN(int64_t seed, GetInt(root, "", "seed", 0, INT64_MAX, int64_t{1}));
   s.seed = static_cast<uint64_t>(seed);
   HETRUN_ASSIGN_OR_RETURN(s.spikes, ParseSpikes(root));
+  HETRUN_ASSIGN_OR_RETURN(s.memory, ParseMemory(root));
 
   if (!root.contains("stages")) return PathError("stages", "missing");
   const json& stages = root.at("stages");
@@ -302,7 +364,9 @@ Result<Scenario> ParseScenario(std::string_view json_text) {
   HETRUN_RETURN_IF_ERROR(CheckJsonDepth(json_text, kMaxJsonDepth, "scenario"));
   try {
     json root = json::parse(json_text.begin(), json_text.end());
-    return ParseTree(root);
+    HETRUN_ASSIGN_OR_RETURN(Scenario s, ParseTree(root));
+    HETRUN_RETURN_IF_ERROR(CheckMicroBatches(s));
+    return s;
   } catch (const json::exception& e) {
     return InvalidArgumentError(std::string("scenario: not valid JSON: ") + e.what());
   } catch (const std::exception& e) {

@@ -143,7 +143,7 @@ Status Simulation::Init() {
     std::vector<double> ones, tflops, startup;
     std::vector<int32_t> families;
     for (const ScenarioRank& r : stage.ranks) {
-      families.push_back(FamilyPoolKey(r.family));
+      families.push_back(FamilyPoolKey(r.PeerModel()));
       ranks_.push_back(&r);
       caps.push_back(r.max_samples);
       ones.push_back(1.0);
@@ -271,14 +271,15 @@ Status Simulation::FinishWindow(int64_t in_window) {
 Status Simulation::DetectFailSlow(int64_t window) {
   for (size_t st = 0; st < s_.stages.size(); ++st) {
     std::span<const RankFit> fits = policies_[0].stages[st]->last_fits();
-    std::vector<std::string> families;
-    for (const ScenarioRank& r : s_.stages[st].ranks) families.push_back(r.family);
+    std::vector<std::string> models;
+    for (const ScenarioRank& r : s_.stages[st].ranks) models.push_back(r.PeerModel());
     HETRUN_ASSIGN_OR_RETURN(std::vector<FailSlowVerdict> verdicts,
-                            detectors_[st].Update(families, fits));
+                            detectors_[st].Update(models, fits));
     for (size_t r = 0; r < verdicts.size(); ++r) {
       if (!verdicts[r].reported) continue;
-      fail_slow_.push_back(
-          {window, static_cast<int64_t>(first_rank_[st] + r), families[r], verdicts[r]});
+      const ScenarioRank& rank = s_.stages[st].ranks[r];
+      fail_slow_.push_back({window, static_cast<int64_t>(first_rank_[st] + r), rank.family,
+                            rank.PeerModel(), verdicts[r]});
     }
   }
   return Status::Ok();

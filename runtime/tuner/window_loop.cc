@@ -80,16 +80,16 @@ Result<WindowLoop> WindowLoop::Create(WindowLoopOptions options, int rank, int r
   std::vector<int64_t> above(options.initial);
   for (int64_t& share : above) share -= m;
   const Environment env = Environment::FromProcess();
-  if (options.family.empty()) options.family = env.Get("HETRUN_GPU_FAMILY").value_or("");
+  if (options.model.empty()) options.model = env.Get("HETRUN_GPU_MODEL").value_or("");
   HETRUN_ASSIGN_OR_RETURN(
       Controller controller,
       Controller::Create(options.controller, options.batch - m * ranks, rank, options.cap - m,
-                         std::move(above), FamilyPoolKey(options.family)));
+                         std::move(above), FamilyPoolKey(options.model)));
   HETRUN_ASSIGN_OR_RETURN(FailSlowDetector health, FailSlowDetector::Create(options.fail_slow));
-  const std::string family = options.family;
+  const std::string model = options.model;
   WindowLoop loop(std::move(options), rank, std::move(controller), std::move(health));
   loop.metrics_ = RankMetricsWriter::FromEnvironment(env, rank);
-  std::memcpy(loop.family_, family.data(), std::min(family.size(), sizeof(loop.family_) - 1));
+  std::memcpy(loop.model_, model.data(), std::min(model.size(), sizeof(loop.model_) - 1));
   if (std::optional<std::string> run_dir = env.Get("HETRUN_RUN_DIR");
       run_dir && !run_dir->empty()) {
     Result<std::optional<int64_t>> global = env.GetInt("RANK");
@@ -145,7 +145,7 @@ Result<std::optional<RankWindow>> WindowLoop::CloseStep(std::span<const Observat
   mine.window_ms = window_step_ms_;
   mine.bookkeeping_ms = window_overhead_ms_;
   mine.last_boundary_ms = last_boundary_ms_;
-  std::memcpy(mine.family, family_, sizeof(mine.family));
+  std::memcpy(mine.model, model_, sizeof(mine.model));
   window_compute_.clear();
   window_step_ms_ = window_wait_ms_ = 0;
   window_steps_ = 0;
@@ -186,7 +186,7 @@ Status WindowLoop::CheckHealth(WindowReport& report) {
   std::vector<std::string> families;
   std::vector<RankFit> fits;
   for (const RankWindow& r : report.ranks) {
-    families.emplace_back(r.family, strnlen(r.family, sizeof(r.family)));
+    families.emplace_back(r.model, strnlen(r.model, sizeof(r.model)));
     fits.push_back(r.fit);
   }
   HETRUN_ASSIGN_OR_RETURN(report.health, health_.Update(families, fits));

@@ -33,6 +33,9 @@ Result<std::unique_ptr<MetricsServer>> StartMetrics(const cxxopts::ParseResult& 
     input.nodes_joined = input.rendezvous ? static_cast<int>(preflight.records.size()) : 1;
     if (plan.topology.per_process && input.rendezvous) input.nodes_joined = input.nnodes;
     if (preflight.ceiling) input.memory_ceiling = preflight.ceiling->bytes;
+    if (plan.inventory) {
+      for (const GpuInfo& gpu : plan.inventory->gpus) input.local_gpu_models.push_back(gpu.model);
+    }
     return RenderPodMetrics(input);
   };
   HETRUN_ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> server,

@@ -40,19 +40,24 @@ Result<std::optional<Inventory>> DeclaredInventory(const Environment& env,
   return std::optional<Inventory>(std::move(inventory));
 }
 
-/// Real GPUs, no family from the job: NVML's families for HETRUN_GPU_FAMILY (no CUDA context;
-/// its cost is logged). A failure only means the workers get no family: logged, not fatal.
-std::vector<std::string> GpuFamiliesFromNvml() {
+/// Real GPUs, no family or model from the job: NVML's families and models for
+/// HETRUN_GPU_FAMILY and HETRUN_GPU_MODEL (no CUDA context; its cost is logged). A failure only
+/// means the workers get neither: logged, not fatal.
+NvmlFamilies GpuFamiliesFromNvml() {
   Result<std::optional<NvmlFamilies>> nvml = ReadNvmlFamilies();
   if (!nvml.ok()) {
-    spdlog::warn("HETRUN_GPU_FAMILY not set for the workers: {}", nvml.status().ToString());
+    spdlog::warn("HETRUN_GPU_FAMILY and HETRUN_GPU_MODEL not set for the workers: {}",
+                 nvml.status().ToString());
     return {};
   }
   if (!nvml->has_value()) return {};
   std::string list;
-  for (const std::string& f : (*nvml)->families) list += (list.empty() ? "" : ",") + f;
-  spdlog::info("GPU families from NVML in {:.1f} ms: [{}]", (*nvml)->elapsed_ms, list);
-  return (*nvml)->families;
+  for (size_t i = 0; i < (*nvml)->families.size(); ++i) {
+    const std::string& model = (*nvml)->models.at(i);
+    list += (i ? "," : "") + (*nvml)->families[i] + "/" + (model.empty() ? "unknown" : model);
+  }
+  spdlog::info("GPU families/models from NVML in {:.1f} ms: [{}]", (*nvml)->elapsed_ms, list);
+  return std::move(**nvml);
 }
 
 /// The CPUs of each local worker under `mode` (empty lists: no binding), logged once.
@@ -231,7 +236,11 @@ Result<RunPlan> ReadRunPlan(const cxxopts::ParseResult& parsed, const Environmen
         plan.local_workers, topology, *plan.inventory,
         {topology_options.flags.nproc_per_node.has_value(), !topology_options.fake_gpus.empty()}));
   }
-  if (!plan.inventory && !env.Get("HETRUN_GPU_FAMILY")) plan.nvml_families = GpuFamiliesFromNvml();
+  if (!plan.inventory && (!env.Get("HETRUN_GPU_FAMILY") || !env.Get("HETRUN_GPU_MODEL"))) {
+    NvmlFamilies nvml = GpuFamiliesFromNvml();
+    plan.nvml_families = std::move(nvml.families);
+    plan.nvml_models = std::move(nvml.models);
+  }
   HETRUN_ASSIGN_OR_RETURN(plan.preflight, ReadPreflightOptions(parsed, env));
   plan.preflight.python = parsed.count("python") ? parsed["python"].as<std::string>()
                                                  : PythonOrDefault(env.Get("HETRUN_PYTHON"));

@@ -30,6 +30,7 @@ struct RunPlan {
   size_t local_workers = 1;
   std::optional<Inventory> inventory;
   std::vector<std::string> nvml_families;  ///< without an inventory: for HETRUN_GPU_FAMILY
+  std::vector<std::string> nvml_models;    ///< without an inventory: for HETRUN_GPU_MODEL
   PreflightOptions preflight;
   std::vector<std::vector<int>> worker_cpus;
   std::map<std::string, std::string> stage_vars;

@@ -85,6 +85,7 @@ WorkerSpecsFn WorkerSpecs(const RunPlan& plan, const PreflightResult& preflight,
   env_options.signals_to_handle = plan.signals_to_handle;
   env_options.inventory = plan.inventory ? &*plan.inventory : nullptr;
   env_options.nvml_families = plan.nvml_families;
+  env_options.nvml_models = plan.nvml_models;
   auto stores = std::make_shared<AttemptStores>(plan.topology.master_addr.value,
                                                 TorchDirOf(plan.preflight.python),
                                                 spdlog::should_log(spdlog::level::debug));

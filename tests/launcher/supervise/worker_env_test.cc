@@ -81,6 +81,25 @@ TEST(WorkerEnvTest, GpuFamilyComesFromTheLocalRanksGpu) {
                    .contains("HETRUN_GPU_FAMILY"));
 }
 
+TEST(WorkerEnvTest, GpuModelComesFromTheLocalRanksGpuBesideItsFamily) {
+  Inventory inventory;
+  inventory.gpus = ParseFakeGpus("H100-SXM5-80GB:9.0:81090,H100-PCIe:9.0:81090").value();
+  auto first = WorkerEnvironment({}, TwoNodesOfTwo(0), 0, {.inventory = &inventory});
+  auto second = WorkerEnvironment({}, TwoNodesOfTwo(0), 1, {.inventory = &inventory});
+  EXPECT_EQ(first["HETRUN_GPU_FAMILY"], "hopper");
+  EXPECT_EQ(second["HETRUN_GPU_FAMILY"], "hopper");
+  EXPECT_EQ(first["HETRUN_GPU_MODEL"], "h100-sxm5");
+  EXPECT_EQ(second["HETRUN_GPU_MODEL"], "h100-pcie");
+  // Without an inventory: the job's own value, else NVML's model when the order is known.
+  WorkerEnvOptions nvml{.nvml_families = {"hopper", "hopper"}, .nvml_models = {"h200", "h200"}};
+  EXPECT_EQ(WorkerEnvironment({}, TwoNodesOfTwo(0), 1, nvml)["HETRUN_GPU_MODEL"], "h200");
+  EXPECT_EQ(WorkerEnvironment(Environment({{"HETRUN_GPU_MODEL", "h20"}}), TwoNodesOfTwo(0), 1,
+                              nvml)["HETRUN_GPU_MODEL"],
+            "h20");
+  WorkerEnvOptions unknown{.nvml_families = {"hopper"}, .nvml_models = {""}};
+  EXPECT_FALSE(WorkerEnvironment({}, TwoNodesOfTwo(0), 0, unknown).contains("HETRUN_GPU_MODEL"));
+}
+
 TEST(WorkerEnvTest, GpuFamilyTheJobSetReachesWorkersOnRealGpus) {
   // Real GPUs: no inventory was probed; the family from the job's manifest passes through.
   auto env =

@@ -214,6 +214,46 @@ def tensor_parallel(out: pathlib.Path) -> None:
     write(out, {"error": error})
 
 
+def memory_modes(out: pathlib.Path, bytes_per_sample: str) -> None:
+    """An H200 (rank 0) and an A100 (rank 1), shares 48/16 of 64, the memory cap from
+    bytes_per_sample and each rank's HETRUN_MEMORY_CEILING_BYTES (the test sets them as hetrun
+    run --memory-ceiling job or model does): three steps against one process on the whole
+    batches, with the sizes and each step's wall time."""
+    import time
+    dist.init_process_group("gloo")
+    loss_fn = torch.nn.CrossEntropyLoss(reduction="none")
+    data = batches(3, 64)
+    reference = mlp()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for x, y in data:
+        loss_fn(reference(x), y).mean().backward()
+        ref_opt.step()
+        ref_opt.zero_grad()
+    model = shard(mlp(), "fsdp", True)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    tuner = hetrun.Tuner(64, window=1, warmup=0, model=model, shares=[48, 16], tune=False,
+                         bytes_per_sample=int(bytes_per_sample))
+    sizes_seen, step_ms = [], []
+    for x, y in data:
+        lo = tuner.offset
+        start = time.perf_counter()
+        with tuner.step():
+            sizes = tuner.micro_batches(64)
+            sizes_seen.append(sizes)
+            for i, m in enumerate(sizes):
+                model.set_requires_gradient_sync(i == len(sizes) - 1)
+                tuner.loss(loss_fn(model(x[lo:lo + m]), y[lo:lo + m])).backward()
+                lo += m
+        opt.step()
+        opt.zero_grad()
+        step_ms.append(1000 * (time.perf_counter() - start))
+    diff = max((p.full_tensor() - q).abs().max().item()
+               for p, q in zip(model.parameters(), reference.parameters()))
+    write(out, {"diff": diff, "sizes": sizes_seen, "step_ms": step_ms,
+                "max_micro_batch": tuner.max_micro_batch,
+                "ceiling": tuner.memory_model["ceiling"]})
+
+
 if __name__ == "__main__":
     name, out, *args = sys.argv[1:]
     globals()[name](pathlib.Path(out), *args)

@@ -38,8 +38,8 @@ def test_warn_reports_the_slowed_hopper_once_and_no_other_rank(tmp_path):
     lines = [line for line in proc.stderr.splitlines() if "fail-slow: rank" in line]
     assert len(lines) == 1, proc.stderr[-6000:]
     assert "rank 1 (local rank 1)" in lines[0] and "node 0" in lines[0], lines[0]
-    assert "H100-SXM5-80GB" in lines[0] and "family hopper" in lines[0], lines[0]
-    assert "expected" in lines[0] and "its family median" in lines[0], lines[0]
+    assert "H100-SXM5-80GB" in lines[0] and "model h100-sxm5" in lines[0], lines[0]
+    assert "expected" in lines[0] and "its model's median" in lines[0], lines[0]
     reports = json.loads((tmp_path / "rank_0.json").read_text())["reports"]
     first = next(r for r in reports if r["fail_slow"])
     for r in reports:

@@ -49,7 +49,7 @@ TEST(InventoryTest, BadEntriesAreNamed) {
 }
 
 TEST(InventoryTest, FlagBeatsEnvironmentBeatsProbe) {
-  ListProbe probe({GpuInfo{"real", 9, 0, 1, 1, "hopper"}});
+  ListProbe probe({GpuInfo{"real", 9, 0, 1, 1, "hopper", "real"}});
   Environment env({{"HETRUN_FAKE_GPUS", "A100:8.0:81049"}});
   auto from_flag = LocalInventory(env, "H200:9.0:143000", &probe);
   ASSERT_TRUE(from_flag.ok());

@@ -31,6 +31,47 @@ TEST(MemoryCeilingTest, TakesTheSmallestGpuOfTheJobMinusTheReserve) {
             std::string::npos);
 }
 
+JobGpu Modelled(int node, const std::string& model, uint64_t usable_mib) {
+  JobGpu gpu = Gpu(node, model, 9, usable_mib);
+  gpu.gpu.model = model;
+  return gpu;
+}
+
+TEST(MemoryCeilingTest, ModelModeGivesEachModelItsSmallestGpuAndTheJobItsSmallestModel) {
+  const std::vector<JobGpu> gpus = {Modelled(0, "h200", 143294), Modelled(0, "h200", 143000),
+                                    Modelled(1, "a100-sxm4-80gb", 81049),
+                                    Gpu(2, "mystery", 9, 90000)};
+  CeilingOptions options;
+  options.mode = CeilingMode::kModel;
+  auto ceiling = ComputeCeiling(gpus, options);
+  ASSERT_TRUE(ceiling.ok()) << ceiling.status().ToString();
+  EXPECT_EQ(ceiling->bytes, 81049 * kMiB - kDefaultReserveBytes);  // the job-wide figure stays
+  EXPECT_EQ(ceiling->For("h200"), 143000 * kMiB - kDefaultReserveBytes);
+  EXPECT_EQ(ceiling->For("a100-sxm4-80gb"), 81049 * kMiB - kDefaultReserveBytes);
+  EXPECT_EQ(ceiling->For(""), ceiling->bytes);  // an unknown model gets the job's
+  EXPECT_NE(ceiling->explanation.find("per model"), std::string::npos) << ceiling->explanation;
+  // Job mode (the default): one number for every model.
+  auto job = ComputeCeiling(gpus, {});
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->For("h200"), job->bytes);
+  // Each GPU's free memory is checked against its own model's ceiling.
+  std::vector<JobGpu> busy = gpus;
+  busy[1].gpu.usable_bytes = 100000 * kMiB;  // an H200 with 100 GB free: short in model mode
+  EXPECT_EQ(CheckFreeMemory(busy, *ceiling).code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(CheckFreeMemory(busy, *job).ok());
+}
+
+TEST(MemoryCeilingTest, ModelModeRefusesABaseline) {
+  CeilingOptions options;
+  options.mode = CeilingMode::kModel;
+  options.baseline = *FindMemoryBaseline("ampere-80gb");
+  auto ceiling = ComputeCeiling(kMixed, options);
+  ASSERT_FALSE(ceiling.ok());
+  EXPECT_NE(ceiling.status().message().find("--memory-baseline"), std::string::npos);
+  EXPECT_TRUE(ParseCeilingMode("model").ok());
+  EXPECT_EQ(ParseCeilingMode("per-gpu").status().code(), StatusCode::kUsage);
+}
+
 TEST(MemoryCeilingTest, BaselineCapsAHomogeneousHopperJobAtTheA100Value) {
   std::vector<JobGpu> hopper = {Gpu(0, "H100", 9, 81090), Gpu(1, "H100", 9, 81090)};
   CeilingOptions options;

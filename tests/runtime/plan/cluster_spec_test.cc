@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "hetrun/job/gpu_model.h"
+
 namespace hetrun::plan {
 namespace {
 
@@ -47,6 +49,47 @@ TEST(ClusterSpecTest, MeasuredSpeedsOverrideDefaults) {
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   EXPECT_DOUBLE_EQ(cluster->stages[0].speed, 2.4);
   EXPECT_DOUBLE_EQ(cluster->stages[1].speed, 5.0);
+}
+
+TEST(ClusterSpecTest, AStageMayNameAModelWhoseSpeedIsTheModelsAndFamilyTheTables) {
+  auto cluster = ParseClusterSpec(
+      R"({"model_speed": {"h100-pcie": 2.2, "a10g": 0.4},
+          "stages": [{"task": "a", "model": "h100-sxm5", "memory_bytes": 1},
+                     {"task": "b", "model": "h100-pcie", "memory_bytes": 1},
+                     {"task": "c", "model": "a100-pcie-40gb", "family": "ampere", "memory_bytes": 1},
+                     {"task": "d", "model": "a10g", "family": "ampere", "memory_bytes": 1},
+                     {"task": "e", "family": "hopper", "memory_bytes": 1}]})",
+      "c");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_NEAR(cluster->stages[0].speed, 989.4 / 312, 1e-9);  // the table's H100 SXM5
+  EXPECT_EQ(cluster->stages[0].family, "hopper");
+  EXPECT_EQ(cluster->stages[0].model, "h100-sxm5");
+  EXPECT_DOUBLE_EQ(cluster->stages[1].speed, 2.2);  // the file's measured figure wins
+  EXPECT_DOUBLE_EQ(cluster->stages[2].speed, 1.0);
+  EXPECT_DOUBLE_EQ(cluster->stages[3].speed, 0.4);
+  EXPECT_EQ(cluster->stages[4].model, "");
+  EXPECT_DOUBLE_EQ(cluster->stages[4].speed, 3.17);
+  // Every model of the table has a default speed.
+  EXPECT_EQ(DefaultModelSpeeds().size(), KnownGpuModels().size());
+  EXPECT_LT(DefaultModelSpeeds().at("h20"), DefaultModelSpeeds().at("a100-sxm4-80gb"));
+}
+
+TEST(ClusterSpecTest, ModelErrorsNameTheJsonPath) {
+  for (
+      const auto& [text, path] : std::vector<std::pair<std::string, std::string>>{
+          {R"({"stages": [{"task": "a", "model": "b300", "memory_bytes": 1}]})",
+           "$.stages[0].model: unknown GPU model 'b300'"},
+          {R"({"model_speed": {"x1": 2}, "stages": [{"task": "a", "model": "x1", "memory_bytes": 1}]})",
+           "$.stages[0].family: missing: model 'x1'"},
+          {R"({"stages": [{"task": "a", "model": "h200", "family": "ampere", "memory_bytes": 1}]})",
+           "$.stages[0].family: 'ampere' but model 'h200' is hopper"},
+          {R"({"stages": [{"task": "a", "memory_bytes": 1}]})",
+           "$.stages[0].family: missing (name a family or a model)"}}) {
+    auto parsed = ParseClusterSpec(text, "cluster.json");
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_NE(parsed.status().message().find("cluster.json: " + path), std::string::npos)
+        << parsed.status().message();
+  }
 }
 
 TEST(ClusterSpecTest, ErrorsNameTheJsonPath) {

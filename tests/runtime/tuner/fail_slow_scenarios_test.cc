@@ -26,7 +26,7 @@ TEST(FailSlowScenarioTest, OneHopperSlowingIsReportedWithinKWindowsAndNoAmpereEv
   ASSERT_EQ(r.fail_slow.size(), 1u);
   EXPECT_EQ(r.fail_slow[0].rank, 1);
   EXPECT_EQ(r.fail_slow[0].family, "hopper");
-  EXPECT_STREQ(r.fail_slow[0].verdict.basis, "family");
+  EXPECT_STREQ(r.fail_slow[0].verdict.basis, "model");
   EXPECT_GE(r.fail_slow[0].window, kChangeWindow);
   EXPECT_LT(r.fail_slow[0].window, kChangeWindow + kK);
   EXPECT_NEAR(r.fail_slow[0].verdict.ratio, 2.0, 0.3);
@@ -66,7 +66,7 @@ TEST(FailSlowScenarioTest, NoBundledScenarioReportsARankNoEventSlowed) {
       const int64_t n = f.verdict.reference_samples;
       bool slowed = false;
       for (const ScenarioRank* other : ranks) {
-        slowed = slowed || (other->family == me.family &&
+        slowed = slowed || (!me.PeerModel().empty() && other->PeerModel() == me.PeerModel() &&
                             me.TrueMs(n) > (1 + FailSlowOptions{}.threshold) * other->TrueMs(n));
       }
       for (const ScenarioEvent& e : s->events) {

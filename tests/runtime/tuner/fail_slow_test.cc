@@ -49,7 +49,7 @@ TEST(FailSlowDetectorTest, RankSlowerThanItsFamilyIsReportedAtTheKthWindow) {
     auto v = Feed(d, kMix, {Hopper(240), Hopper(140, 2.0), Hopper(240), Ampere(150), Ampere(150)});
     if (v[1].reported) reported_at = w;
     EXPECT_EQ(v[1].fail_slow, w >= 2) << w;
-    EXPECT_STREQ(v[1].basis, "family");
+    EXPECT_STREQ(v[1].basis, "model");
     EXPECT_NEAR(v[1].family_ratio, 2.0, 1e-9);
     EXPECT_EQ(v[1].reference_samples, 240);
     EXPECT_NEAR(v[1].expected_ms, 12 + 0.4 * 240, 1e-9);

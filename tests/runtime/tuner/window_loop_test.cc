@@ -118,9 +118,9 @@ TEST(WindowLoopTest, WarmUpMeasurementsNeverReachTheFit) {
   EXPECT_NEAR(PredictedMs(reports[0].ranks[0].fit, 4), 6.0, 1e-9);
 }
 
-TEST(WindowLoopTest, EachRecordCarriesTheRanksFamilyFromTheOptionsOrTheEnvironment) {
+TEST(WindowLoopTest, EachRecordCarriesTheRanksModelFromTheOptionsOrTheEnvironment) {
   WindowLoopOptions hopper = Options(8, 2);
-  hopper.family = "hopper";
+  hopper.model = "h100-sxm5";
   std::vector<WindowReport> reports;
   {
     Group group({{2, 1}, {2, 1}}, hopper);
@@ -128,16 +128,20 @@ TEST(WindowLoopTest, EachRecordCarriesTheRanksFamilyFromTheOptionsOrTheEnvironme
     reports = group.Step();
   }
   ASSERT_EQ(reports.size(), 2u);
-  EXPECT_EQ(reports[0].ranks[0].fit.family, FamilyPoolKey("hopper"));
-  EXPECT_EQ(reports[0].ranks[1].fit.family, FamilyPoolKey("hopper"));
-  // Without the option: HETRUN_GPU_FAMILY of the process, and 0 where it is unset.
+  EXPECT_EQ(reports[0].ranks[0].fit.family, FamilyPoolKey("h100-sxm5"));
+  EXPECT_EQ(reports[0].ranks[1].fit.family, FamilyPoolKey("h100-sxm5"));
+  EXPECT_STREQ(reports[0].ranks[1].model, "h100-sxm5");
+  // Without the option: HETRUN_GPU_MODEL of the process, and 0 where it is unset. The family
+  // (HETRUN_GPU_FAMILY) is never the pool key: an H100 PCIe and an H100 SXM5 share one.
+  ASSERT_EQ(setenv("HETRUN_GPU_MODEL", "a100-sxm4-80gb", 1), 0);
   ASSERT_EQ(setenv("HETRUN_GPU_FAMILY", "ampere", 1), 0);
   Group from_env({{2, 1}, {2, 1}}, Options(8, 2));
-  ASSERT_EQ(unsetenv("HETRUN_GPU_FAMILY"), 0);
+  ASSERT_EQ(unsetenv("HETRUN_GPU_MODEL"), 0);
   Group unknown({{2, 1}, {2, 1}}, Options(8, 2));
+  ASSERT_EQ(unsetenv("HETRUN_GPU_FAMILY"), 0);
   from_env.Step();
   unknown.Step();
-  EXPECT_EQ(from_env.Step()[0].ranks[1].fit.family, FamilyPoolKey("ampere"));
+  EXPECT_EQ(from_env.Step()[0].ranks[1].fit.family, FamilyPoolKey("a100-sxm4-80gb"));
   EXPECT_EQ(unknown.Step()[0].ranks[1].fit.family, 0);
 }
 

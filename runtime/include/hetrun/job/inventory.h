@@ -21,6 +21,7 @@ struct GpuInfo {
       0;                     ///< what one process can allocate (free memory after context creation)
   uint64_t total_bytes = 0;  ///< as reported by the driver; 0 when unknown (fakes)
   std::string family;        ///< ampere, hopper, blackwell, ... (FamilyForCapability)
+  std::string model;         ///< "h100-sxm5", "a100-pcie-40gb" ... (gpu_model.h); empty: unknown
 
   /// "8.0"
   std::string CapabilityString() const;

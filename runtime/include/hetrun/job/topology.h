@@ -56,6 +56,8 @@ struct Topology {
   std::optional<Sourced<int>> incarnation;
   std::vector<Override> overrides;
   std::vector<std::string> notes;  ///< assumptions worth showing (e.g. how a node rank was derived)
+  /// The model of each local GPU (gpu_model.h; "" where unknown); empty when not read.
+  std::vector<std::string> local_gpu_models;
 };
 
 /// Command-line values; unset fields fall back to the environment.
@@ -73,6 +75,8 @@ struct TopologyInputs {
   TopologyFlags flags;
   std::string hostname;     ///< this pod's host name (gethostname)
   int local_gpu_count = 0;  ///< for nproc_per_node=auto (real or fake inventory)
+  std::vector<std::string>
+      local_gpu_models;  ///< each local GPU's model, when the inventory was read
   /// Contents of the Volcano host files (<dir>/<file>.host, one host per line), keyed by the file
   /// name without ".host" (the task name with '-' replaced by '_', as the svc plugin writes it);
   /// read by the caller from HETRUN_VOLCANO_HOST_DIR (default /etc/volcano).

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -50,29 +51,48 @@ struct JobGpu {
 /// "node 1 (host-b) GPU 0 A100-SXM4-80GB"
 std::string DescribeGpu(const JobGpu& gpu);
 
+/// --memory-ceiling: one ceiling for the job (the default, the A100-safe rule), or one per GPU
+/// model (opt-in): each rank's ceiling is the smallest usable memory of its model in the job
+/// minus the reserve, so an H200 beside A100s keeps its memory. A GPU of unknown model gets the
+/// job-wide one.
+enum class CeilingMode { kJob, kModel };
+
+/// "job" or "model"; a usage error naming the value otherwise.
+Result<CeilingMode> ParseCeilingMode(std::string_view text);
+
 struct CeilingOptions {
+  CeilingMode mode = CeilingMode::kJob;
   uint64_t reserve_bytes = kDefaultReserveBytes;
   std::optional<MemoryBaseline> baseline;  ///< --memory-baseline
   uint64_t min_memory_bytes = 0;           ///< --min-memory (the user's declared need); 0 = none
 };
 
 struct Ceiling {
-  uint64_t bytes = 0;  ///< the ceiling every rank stays under
+  uint64_t bytes = 0;  ///< the job-wide ceiling (in model mode: the smallest model's)
   uint64_t reserve_bytes = 0;
   JobGpu smallest;  ///< the GPU with the least usable memory
   bool capped_by_baseline = false;
   std::string explanation;  ///< one line: where the number comes from, in MiB
+  CeilingMode mode = CeilingMode::kJob;
+  /// Model mode: each model's ceiling (its smallest usable GPU in the job - reserve).
+  std::map<std::string, uint64_t> per_model;
+
+  /// The ceiling of a GPU of `model`: its model's in model mode, else (job mode, unknown model)
+  /// the job-wide one.
+  uint64_t For(const std::string& model) const;
 };
 
-/// The job-wide ceiling over `gpus` (every GPU of every node). Errors (exit 81,
+/// The ceiling over `gpus` (every GPU of every node): job-wide, or per model with
+/// CeilingMode::kModel (which refuses a baseline: kInvalidArgument, the baseline caps every rank at
+/// one reference GPU, the opposite of per-model ceilings). Errors (exit 81,
 /// kResourceExhausted): the ceiling is below `min_memory_bytes`, or the reserve is not smaller than
 /// the smallest GPU; messages name the node, the GPU and the numbers in MiB. An empty list (a CPU
 /// job) is kInvalidArgument: the caller skips the ceiling when no node has a GPU.
 Result<Ceiling> ComputeCeiling(std::span<const JobGpu> gpus, const CeilingOptions& options);
 
-/// Checks that every GPU in `gpus` has at least ceiling + reserve bytes free now (another process
-/// may hold memory: a leftover worker, a neighbour). kResourceExhausted naming each short GPU in
-/// MiB otherwise. `gpus[i].gpu.usable_bytes` is the free memory measured now.
+/// Checks that every GPU in `gpus` has at least its ceiling + reserve bytes free now (another
+/// process may hold memory: a leftover worker, a neighbour). kResourceExhausted naming each short
+/// GPU in MiB otherwise. `gpus[i].gpu.usable_bytes` is the free memory measured now.
 Status CheckFreeMemory(std::span<const JobGpu> gpus, const Ceiling& ceiling);
 
 }  // namespace hetrun::memory

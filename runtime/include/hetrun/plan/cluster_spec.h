@@ -21,16 +21,18 @@ struct StageSlot {
   std::string task;        ///< Volcano task name (RFC 1123 label)
   int64_t task_index = 0;  ///< this stage's index among its task's stages = the pod's VC_TASK_INDEX
   std::string family;      ///< GPU family label value: "ampere", "hopper", ...
-  double speed = 0;        ///< relative compute speed of the family (> 0)
+  double speed = 0;        ///< relative compute speed of the model, else of the family (> 0)
   double memory_bytes = 0;  ///< most bytes of layers the stage may hold (> 0)
   int64_t gpus = 1;  ///< replicas of the stage (data-parallel ranks): `gpus`, else gpus_per_pod
   std::optional<Link> network{};  ///< the pod's inter-node link (stage boundaries, job collectives)
   std::optional<Link> nvlink{};   ///< GPU-to-GPU link inside the pod (the stage's replicas)
+  std::string model{};  ///< GPU model ("h100-pcie", hetrun/job/gpu_model.h); "" when not named
 };
 
 struct ClusterSpec {
   std::vector<StageSlot> stages;                    ///< in pipeline order, at least one
   std::map<std::string, double> family_speed;       ///< defaults merged with the file's entries
+  std::map<std::string, double> model_speed;        ///< DefaultModelSpeeds() and the file's
   std::string label_key = "nvidia.com/gpu.family";  ///< node label the families are values of
   std::optional<double> memory_ceiling_bytes;       ///< job-wide ceiling; caps every stage's memory
 
@@ -59,6 +61,10 @@ struct ClusterSpec {
 /// ampere 1.0, hopper 3.17 (H100 SXM, 989 TFLOP/s). Measured ratios belong in the file.
 std::map<std::string, double> DefaultFamilySpeeds();
 
+/// The speed table per GPU model (hetrun/job/gpu_model.h's KnownGpuModels: each figure with its
+/// source), on the same scale: dense BF16 tensor TFLOP/s over an A100 SXM's 312.
+std::map<std::string, double> DefaultModelSpeeds();
+
 /// Most pipeline stages a cluster may expand to.
 inline constexpr int64_t kMaxStages = 256;
 
@@ -67,6 +73,10 @@ inline constexpr int64_t kMaxStages = 256;
 ///    "stages": [{"task": "heavy-stage-workers", "family": "hopper", "count": 4,
 ///                "memory_bytes": 8.0e10, "gpus": 4, "network": "ib-400g", "nvlink": "nvlink4"},
 ///               ...]}
+/// A stage entry names a `family`, a `model` ("h100-pcie", "a100-sxm4-40gb": a model of the
+/// table or of the file's `model_speed`), or both: a model's speed is the model's, its family
+/// the table's (a model outside the table needs `family`, which must agree with the table's
+/// otherwise). `model_speed` (optional) overrides or adds models' speeds as `family_speed` does.
 /// `gpus` (optional): the replicas of each stage of the entry; default gpus_per_pod (at least 1).
 /// `network` / `nvlink` (optional, per entry or top-level as the default of every entry): a name
 /// of NetworkLinkTable() / NvlinkTable() or a number of GB/s per direction (> 0); an unknown

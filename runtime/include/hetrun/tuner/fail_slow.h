@@ -1,12 +1,15 @@
-// Fail-slow detection relative to the GPU family (docs/ARCHITECTURE.md §5.10): a sick GPU
+// Fail-slow detection relative to the GPU model (docs/ARCHITECTURE.md §5.10): a sick GPU
 // (thermal throttling, a degraded link, a noisy neighbour) is slower than its own kind, while an
-// A100 beside H100s is slow by design. Each window, from the same fitted lines the tuner solves
-// with (RankFit: a + c n), every rank's speed is its fitted time at a common number of samples,
-// the median share of its family, and is compared
+// A100 beside H100s, or an H100 PCIe beside H100 SXM5s (one family, two models), is slow by
+// design. The "family" below is the rank's peer group: its GPU model (HETRUN_GPU_MODEL,
+// hetrun/job/gpu_model.h), never the architecture. A rank of unknown model (an empty name) has
+// no peers. Each window, from the same fitted lines the tuner solves with (RankFit: a + c n),
+// every rank's speed is its fitted time at a common number of samples, the median share of its
+// model, and is compared
 //
-//  - with the median of its family (never with the fastest rank of the job): ratio
-//    t_r(n_f) / median over the family of t_q(n_f); a rank alone in its family has none;
-//  - a rank alone in its family (datasheet ratios between families are far from measured ones),
+//  - with the median of its model (never with the fastest rank of the job): ratio
+//    t_r(n_f) / median over the model's ranks of t_q(n_f); a rank alone in its model has none;
+//  - a rank alone in its model or of unknown model (datasheet ratios are far from measured ones),
 //    with its own recent history instead: t_r(n_f) over the median of its accepted fits measured
 //    near n_f (within a factor of 4: the fits are local lines) read at n_f, divided by the median
 //    of that change over every rank of the group (a phase change, an evaluation, a
@@ -53,7 +56,7 @@ struct FailSlowVerdict {
   double measured_ms = 0;         ///< t_r(n_f)
   double expected_ms = 0;         ///< what the comparison behind `ratio` expected at n_f
   int64_t reference_samples = 0;  ///< n_f, the family's median share
-  const char* basis = "none";     ///< "family", "history" or "none"
+  const char* basis = "none";     ///< "model" (its peers' median), "history" or "none"
   int64_t streak = 0;             ///< windows in a row above 1 + threshold
   bool fail_slow = false;         ///< the streak has reached K (and holds)
   bool reported = false;          ///< this window is the one the streak reached K
@@ -63,7 +66,8 @@ class FailSlowDetector {
  public:
   static Result<FailSlowDetector> Create(FailSlowOptions options);
 
-  /// One window: families[r] and fits[r] per rank of the group (the same order every window;
+  /// One window: families[r] (the rank's model; "" = unknown, no peers) and fits[r] per rank of
+  /// the group (the same order every window;
   /// fits with c_ms <= 0 are unfitted and get no verdict). kInvalidArgument when the sizes differ
   /// or change between windows.
   Result<std::vector<FailSlowVerdict>> Update(std::span<const std::string> families,

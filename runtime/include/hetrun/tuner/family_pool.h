@@ -40,8 +40,13 @@ int32_t FamilyPoolKey(std::string_view family);
 /// such fits, blended with its family's pooled line: own x (1 - B) + pooled x B at the rank's
 /// share, B = s^2 / (s^2 + tau^2), s the rank's relative noise and tau^2 the family's spread of
 /// relative levels beyond the noise (robust: from the median absolute deviation). sigma_ms shrinks
-/// accordingly. Other fits, and outliers, are returned unchanged. Deterministic: the result is a
-/// function of the input bytes only (no hashing of pointers, sorts with total orders).
+/// accordingly. Every blend is scaled by a fade from 1 (the model's median rank's B at 0.7 or
+/// more) to 0 (B at 0.4 or less: the spread beyond the noise 1.5 times the median noise, the
+/// cards are not alike), so as the spread grows the shrinkage vanishes and the split is the one
+/// the own fits give (tests/runtime/tuner/pool_spread_test.cc). The key is the
+/// GPU model (hetrun/job/gpu_model.h), never the family. Other fits, and outliers, are returned
+/// unchanged. Deterministic: the result is a function of the input bytes only (no hashing of
+/// pointers, sorts with total orders).
 std::vector<RankFit> PoolFamilies(std::span<const RankFit> fits, const FamilyPoolOptions& options);
 
 }  // namespace hetrun::tuner

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,16 @@ struct ScenarioRank {
   /// micro-batch's forward all-gathers, so all ranks run as many), empty ones included, and
   /// pays ms_per_micro_batch for each on top of TrueMs.
   double ms_per_micro_batch = 0;
+  /// Usable GPU memory of the rank's GPU, bytes (`memory_mib` in a file); 0 = not given. With the
+  /// scenario's `memory` block it sets max_micro_batch (ApplyMemoryCeilings).
+  uint64_t memory_bytes = 0;
+  /// The rank's GPU model (hetrun/job/gpu_model.h): its fail-slow peers and the tuner's pool are
+  /// the ranks of its model. Absent: the family's name (a scenario's ranks of one family are one
+  /// model unless they say otherwise); "" is an unknown model (no peers, no pool).
+  std::optional<std::string> model{};
+
+  /// The model its peers and pool are keyed by: `model`, else the family's name.
+  std::string PeerModel() const { return model ? *model : family; }
 
   /// The true time at n >= 0 samples (the profile, or ms_fixed + ms_per_sample * n).
   double TrueMs(int64_t n) const;
@@ -63,6 +74,19 @@ struct ScenarioEvent {
   double slowdown = 1;
 };
 
+/// The memory model of `hetrun simulate` (docs/how-to/memory-ceiling.md): each rank's
+/// micro-batches are capped so that fixed_bytes + size x bytes_per_sample stays within its
+/// ceiling: the job's (every rank's memory_bytes, smallest, minus the reserve), or with
+/// `per_model` its model's (the smallest of its model's ranks, minus the reserve), as
+/// `hetrun run --memory-ceiling job|model` gives the workers.
+struct ScenarioMemory {
+  bool given = false;
+  uint64_t fixed_bytes = 0;
+  uint64_t bytes_per_sample = 0;
+  uint64_t reserve_bytes = uint64_t{2} << 30;
+  bool per_model = false;
+};
+
 struct Scenario {
   int64_t global_batch = 0;  ///< samples per iteration, processed by every stage
   int64_t window = 0;        ///< iterations per tuner window
@@ -72,6 +96,7 @@ struct Scenario {
   ScenarioSpikes spikes;
   std::vector<ScenarioStage> stages;
   std::vector<ScenarioEvent> events;  ///< sorted by iteration (stable)
+  ScenarioMemory memory;
 
   int64_t total_ranks() const;
 };
@@ -81,6 +106,11 @@ struct Scenario {
 /// Limits that keep a run bounded: ranks <= 65536, iterations <= 10^6, ranks * iterations
 /// <= 5 * 10^7, global_batch <= 2^40.
 Result<Scenario> ParseScenario(std::string_view json_text);
+
+/// Sets every rank's max_micro_batch from `s.memory` with the ceiling per model (`per_model`) or
+/// job-wide; kInvalidArgument naming the rank when a rank has no memory_bytes or not one sample
+/// fits. A no-op without a memory block.
+Status ApplyMemoryCeilings(Scenario& s, bool per_model);
 
 /// Reads FILE and parses it; an unreadable file is kNotFound naming it.
 Result<Scenario> LoadScenario(const std::string& path);

@@ -52,6 +52,7 @@ struct FailSlowReport {
   int64_t window = 0;  ///< 0-based, the window whose verdict reached K
   int64_t rank = 0;    ///< global index over all stages in order
   std::string family;
+  std::string model;  ///< the rank's model ("" = unknown): what it was compared with
   FailSlowVerdict verdict;
 };
 

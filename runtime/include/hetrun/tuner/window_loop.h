@@ -56,9 +56,9 @@ struct RankWindow {
   /// minimum over ranks.
   double bookkeeping_ms = 0;
   double last_boundary_ms = 0;
-  /// The rank's GPU family (HETRUN_GPU_FAMILY, NUL-padded; empty when unknown): the fail-slow
-  /// detector compares each rank with its family (fail_slow.h).
-  char family[16] = {};
+  /// The rank's GPU model (HETRUN_GPU_MODEL, NUL-padded; empty when unknown): the fail-slow
+  /// detector compares each rank with its model's peers (fail_slow.h).
+  char model[16] = {};
 };
 static_assert(sizeof(RankWindow) == 112, "RankWindow is exchanged as raw bytes");
 
@@ -112,9 +112,11 @@ struct WindowLoopOptions {
   /// exceeds the others' iteration. Exact: the solver sees t'(n') = (a + c m) + c n' over
   /// n' = n - m samples, the same min-max problem restricted to n >= m.
   int64_t min_share = 0;
-  /// This rank's GPU family (ampere, hopper, ...): ranks of one family pool their fits
-  /// (family_pool.h). Empty: HETRUN_GPU_FAMILY of the process; unset there too: not pooled.
-  std::string family;
+  /// This rank's GPU model (h100-sxm5, a100-sxm4-80gb, ...; hetrun/job/gpu_model.h): ranks of
+  /// one model pool their fits (family_pool.h) and are each other's fail-slow peers. Empty:
+  /// HETRUN_GPU_MODEL of the process; unset there too: unknown (not pooled, judged by its own
+  /// history). The family (HETRUN_GPU_FAMILY) is never the key: one family mixes models.
+  std::string model;
   /// Fail-slow detection over the gathered records (fail_slow.h). A rank reported fail-slow logs
   /// it (outside `hetrun run`) or leaves its report in $HETRUN_RUN_DIR/fail_slow/rank_<RANK>
   /// for the launcher (--fail-slow, docs/ARCHITECTURE.md §5.10).
@@ -186,7 +188,7 @@ class WindowLoop {
   int64_t share_changes_ = 0;  // windows after which the split changed
   RankMetricsWriter metrics_;  // this rank's figures for hetrun run --metrics-port
   FailSlowDetector health_;
-  char family_[16] = {};        // this rank's HETRUN_GPU_FAMILY, for its records
+  char model_[16] = {};         // this rank's HETRUN_GPU_MODEL, for its records
   std::string fail_slow_path_;  // where a fail-slow report goes under hetrun run ("" = log it)
   // Between CloseStep() returning a record and ApplyGathered(): when the boundary's step began
   // (its hook time included) and when the exchange began.

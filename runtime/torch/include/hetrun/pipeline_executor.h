@@ -76,11 +76,7 @@ class PipelineExecutor {
 
  private:
   PipelineExecutor(Runtime& runtime, pipeline::JobLayout layout, PipelineStage stage, int64_t batch)
-      : runtime_(runtime),
-        layout_(std::move(layout)),
-        stage_(std::move(stage)),
-        batch_(batch),
-        slowdown_(runtime.on_gpu() ? 1.0 : runtime.emulated_slowdown()) {}
+      : runtime_(runtime), layout_(std::move(layout)), stage_(std::move(stage)), batch_(batch) {}
   Status Plan(std::span<const std::vector<double>> shares);
   Status RunSchedule(int64_t step, PipelineStepFigures& figures);
   Status Communicate(const pipeline::ScheduleStep& group);
@@ -91,7 +87,6 @@ class PipelineExecutor {
   pipeline::JobLayout layout_;
   PipelineStage stage_;
   int64_t batch_ = 0;
-  double slowdown_ = 1.0;  ///< HETRUN_EMULATE_SLOWDOWN: compute stretched on CPU
   pipeline::RoutingTable routes_;
   pipeline::Schedule schedule_;
   // Per micro-batch of the running step.

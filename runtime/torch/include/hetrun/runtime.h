@@ -25,6 +25,7 @@
 
 #include "hetrun/base/env.h"
 #include "hetrun/base/status.h"
+#include "hetrun/job/emulated_slowdown.h"
 #include "hetrun/job/group_layout.h"
 #include "hetrun/job/worker_identity.h"
 
@@ -80,8 +81,12 @@ class Runtime {
   /// One heartbeat for `hetrun run --hang-timeout` (heartbeat.h); a no-op without HETRUN_HEARTBEAT.
   Status Heartbeat() const;
 
-  /// The emulated slowdown of this worker (emulated_slowdown.h); 1.0 on GPU.
+  /// The emulated slowdown of this worker at step 0 (emulated_slowdown.h); 1.0 on GPU.
   double emulated_slowdown() const { return slowdown_; }
+  /// Its whole schedule (`@stepS` entries included); a constant 1 on GPU.
+  const EmulatedSlowdown& emulated_slowdown_schedule() const { return schedule_; }
+  /// The factor of 0-based step `step` (steps as the tuner counts them); 1.0 on GPU.
+  double emulated_slowdown_at(int64_t step) const { return on_gpu() ? 1.0 : schedule_.At(step); }
 
   /// Waits until every rank reaches this point (world backend).
   Status Barrier() const;
@@ -105,6 +110,7 @@ class Runtime {
   int data_parallel_rank_ = 0;
   int stage_ = 0;
   double slowdown_ = 1.0;
+  EmulatedSlowdown schedule_;
 };
 
 }  // namespace hetrun

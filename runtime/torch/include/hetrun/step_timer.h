@@ -11,7 +11,9 @@
 // block the host, and a host clock would hand the wait to the next blocking copy). It is read
 // with the step's compute events, one step late like them.
 // Emulated slowdown (CPU): StopCompute() sleeps (k - 1) times the region's real elapsed time,
-// then the clock is read, so the reported time is measured, never computed.
+// then the clock is read, so the reported time is measured, never computed. With a schedule, k
+// is the factor of the current step (the n-th StartStep() is step n - 1, as the tuner counts),
+// so `rank1=2.0@step30` turns the rank slower from its 31st step on.
 #pragma once
 
 #include <torch/types.h>
@@ -20,7 +22,10 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
+
+#include "hetrun/job/emulated_slowdown.h"
 
 namespace hetrun {
 
@@ -34,6 +39,8 @@ class StepTimer {
  public:
   /// `slowdown` >= 1 applies on CPU only (on GPU the caller should pass 1).
   StepTimer(torch::Device device, double slowdown);
+  /// Each step's factor from `schedule` (HETRUN_EMULATE_SLOWDOWN with `@stepS`); CPU only.
+  StepTimer(torch::Device device, EmulatedSlowdown schedule);
   ~StepTimer();
   StepTimer(const StepTimer&) = delete;
   StepTimer& operator=(const StepTimer&) = delete;
@@ -56,6 +63,8 @@ class StepTimer {
   struct GpuStep;
   torch::Device device_;
   double slowdown_;
+  std::optional<EmulatedSlowdown> schedule_;
+  int64_t step_ = -1;  // StartStep() calls so far, minus one
   int64_t samples_ = 0;
   // CPU
   std::chrono::steady_clock::time_point region_start_;
