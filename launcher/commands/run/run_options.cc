@@ -111,9 +111,20 @@ cxxopts::Options RunOptions() {
       "a worker that does not beat (HETRUN_HEARTBEAT) for this long is hung: exit 75 "
       "(HETRUN_HANG_TIMEOUT, default off; at least 1ms when given)",
       cxxopts::value<std::string>())(
+      "startup-timeout",
+      "until its first beat, a worker may take this long (model loading, a checkpoint's "
+      "restore) before it is hung: exit 75; after it, --hang-timeout applies "
+      "(HETRUN_STARTUP_TIMEOUT, default --hang-timeout)",
+      cxxopts::value<std::string>())(
       "max-restarts",
-      "restart the local group after a worker is killed by a signal, hangs or exits 75, at most "
-      "N times (HETRUN_MAX_RESTARTS, default 0)",
+      "restart the local group after a worker is killed by a signal, hangs, exits 75 or loses a "
+      "peer (a communication failure raised in Python), at most N times (HETRUN_MAX_RESTARTS, "
+      "default 0)",
+      cxxopts::value<std::string>())(
+      "restart-on",
+      "transient: --max-restarts restarts the failures above only; any: every failure of a "
+      "worker, torchrun's rule, stopping when one repeats the same way (HETRUN_RESTART_ON, "
+      "default transient)",
       cxxopts::value<std::string>())(
       "cpu-bind",
       "none, or spread: deal the CPUs hetrun may use out to the local workers, a block each "
