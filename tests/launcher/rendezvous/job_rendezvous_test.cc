@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "hetrun/base/exit_code.h"
+
 namespace hetrun::launcher {
 namespace {
 
@@ -576,6 +578,54 @@ TEST(JobRendezvousTest, AMissingRankWithoutAForeignClaimKeepsTheTimeoutTransient
   EXPECT_EQ(results[0].status().code(), StatusCode::kDeadlineExceeded)
       << results[0].status().ToString();
   EXPECT_NE(results[0].status().message().find("missing: 1, 2"), std::string::npos);
+}
+
+// Issue 39 item 8: a restarted job's node 1 (incarnation 3) reached the previous incarnation's
+// node 0 while that pod still terminated; when its store closed, node 1 exited 78 "do not share
+// the job secret". Same secret and run id, another incarnation: a stale peer, transient.
+TEST(JobRendezvousTest, Node0OfAnotherIncarnationClosingItsStoreIsAStalePeerNot78) {
+  RecordAuth old_zero("one-secret", "job-a\nincarnation 2", "HETRUN_JOB_SECRET");
+  RecordAuth old_any("one-secret", "job-a", "HETRUN_JOB_SECRET");
+  auto state = std::make_shared<SharedState>();
+  const std::string probe = "hetrun-probe/0";
+  state->data[probe] = old_zero.Seal(probe, old_any.Seal(probe, "node 0 on host-0, incarnation 2"));
+  const std::string nonce = old_zero.key_prefix() + "rdzv/nonce";
+  state->data[nonce] = old_zero.Seal(nonce, "n");
+  std::thread closer([&] {
+    std::this_thread::sleep_for(800ms);
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->down = true;
+  });
+  RendezvousOptions o = Options(1, 2, 10s);
+  o.auth = RecordAuth("one-secret", "job-a\nincarnation 3", "HETRUN_JOB_SECRET");
+  o.any_incarnation = RecordAuth("one-secret", "job-a", "HETRUN_JOB_SECRET");
+  JobRendezvous rdzv(std::make_unique<InMemoryStore>(state), o);
+  Result<std::vector<NodeRecord>> joined = rdzv.Join(Record(1, 2));
+  closer.join();
+  ASSERT_FALSE(joined.ok());
+  EXPECT_EQ(joined.status().code(), StatusCode::kUnavailable) << joined.status().ToString();
+  EXPECT_EQ(ExitCodeFor(joined.status()), 75);
+  EXPECT_TRUE(rdzv.StalePeer()) << "the caller connects again for the new node 0";
+  const std::string message = joined.status().message();
+  EXPECT_NE(message.find("another incarnation"), std::string::npos) << message;
+  EXPECT_NE(message.find("incarnation 3"), std::string::npos) << message;
+  EXPECT_EQ(message.find("do not share"), std::string::npos) << message;
+  // Another secret stays the configuration error it was.
+  auto other = std::make_shared<SharedState>();
+  RecordAuth foreign("two-secret", "job-a\nincarnation 2", "HETRUN_JOB_SECRET");
+  RecordAuth foreign_any("two-secret", "job-a", "HETRUN_JOB_SECRET");
+  other->data[probe] = foreign.Seal(probe, foreign_any.Seal(probe, "node 0 on host-0"));
+  std::thread close_other([&] {
+    std::this_thread::sleep_for(800ms);
+    std::lock_guard<std::mutex> lock(other->mutex);
+    other->down = true;
+  });
+  JobRendezvous mismatch(std::make_unique<InMemoryStore>(other), o);
+  Result<std::vector<NodeRecord>> refused = mismatch.Join(Record(1, 2));
+  close_other.join();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(ExitCodeFor(refused.status()), 78) << refused.status().ToString();
+  EXPECT_FALSE(mismatch.StalePeer());
 }
 
 }  // namespace
