@@ -33,7 +33,7 @@ constexpr IgnoredOption kIgnored[] = {
     {"duplicate-stderr-filters", true,
      "hetrun copies no filtered lines; --tee copies whole streams to files"},
     {"virtual-local-rank", false,
-     "every worker keeps its own LOCAL_RANK and sees every GPU of the node"},
+     "hetrun gives every worker its own LOCAL_RANK, and each sees every GPU of the node"},
 };
 
 const IgnoredOption* FindIgnored(const std::string& name) {
