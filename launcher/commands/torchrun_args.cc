@@ -10,18 +10,38 @@
 namespace hetrun::launcher {
 namespace {
 
-/// torchrun options hetrun accepts and does not need: its agent's own knobs.
-constexpr const char* kIgnoredWithValue[] = {"rdzv-conf",
-                                             "monitor-interval",
-                                             "start-method",
-                                             "local-addr",
-                                             "logs-specs",
-                                             "log-line-prefix-template",
-                                             "numa-binding",
-                                             "event-log-handler",
-                                             "duplicate-stdout-filters",
-                                             "duplicate-stderr-filters"};
-constexpr const char* kIgnoredFlags[] = {"virtual-local-rank"};
+/// torchrun options hetrun accepts without acting on them, each with what hetrun does instead
+/// (one warning line per option given).
+struct IgnoredOption {
+  const char* name;
+  bool takes_value;
+  const char* instead;
+};
+constexpr IgnoredOption kIgnored[] = {
+    {"rdzv-conf", true, "hetrun's rendezvous reads --rdzv-timeout and --peer-timeout"},
+    {"monitor-interval", true, "hetrun's supervisor sees a worker's exit at once, without polling"},
+    {"start-method", true, "hetrun always starts each worker by fork and exec"},
+    {"local-addr", true, "the node record carries the host hetrun resolves for this node"},
+    {"logs-specs", true, "hetrun's worker logs are --log-dir, --tee and --redirects"},
+    {"log-line-prefix-template", true, "hetrun's console prefix is [rank R] (--prefix-ranks)"},
+    {"numa-binding", true,
+     "hetrun binds no NUMA node; --cpu-bind spread deals the CPUs out to the workers"},
+    {"event-log-handler", true,
+     "hetrun records no torchelastic events; see its termination log and --metrics-port"},
+    {"duplicate-stdout-filters", true,
+     "hetrun copies no filtered lines; --tee copies whole streams to files"},
+    {"duplicate-stderr-filters", true,
+     "hetrun copies no filtered lines; --tee copies whole streams to files"},
+    {"virtual-local-rank", false,
+     "hetrun gives every worker its own LOCAL_RANK, and each sees every GPU of the node"},
+};
+
+const IgnoredOption* FindIgnored(const std::string& name) {
+  for (const IgnoredOption& option : kIgnored) {
+    if (name == option.name) return &option;
+  }
+  return nullptr;
+}
 
 /// Options the translation consumes itself (declared in hetrun run's table for --help).
 constexpr const char* kProgramFlags[] = {"no-python", "module", "run-path", "standalone"};
@@ -46,11 +66,6 @@ Parsed SplitOption(const std::string& arg) {
 
 bool InList(const std::string& name, std::initializer_list<const char*> list) {
   return std::any_of(list.begin(), list.end(), [&](const char* item) { return name == item; });
-}
-
-template <size_t N>
-bool InArray(const std::string& name, const char* const (&list)[N]) {
-  return std::any_of(std::begin(list), std::end(list), [&](const char* i) { return name == i; });
 }
 
 /// `HOST[:PORT]` or `[V6]:PORT` of --rdzv-endpoint as --master-addr/--master-port.
@@ -86,10 +101,14 @@ Result<std::string> FixedNodeCount(const std::string& value) {
   std::string low = value.substr(0, colon);
   std::string high = value.substr(colon + 1);
   if (low != high) {
-    return UsageError("--nnodes '" + value +
-                      "': elastic node ranges are not supported; hetrun's jobs are "
-                      "gang-scheduled with a fixed size: give one number (--nnodes " +
-                      high + ") or a range N:N");
+    return UsageError(
+        "--nnodes '" + ShownText(value, 64) +
+        "': hetrun does not grow or shrink a running job (no elastic MIN:MAX). Instead its jobs "
+        "are gang-scheduled with a fixed size (--nnodes " +
+        ShownText(high, 16) +
+        ", or N:N): a node that fails or leaves makes every node exit 75, and Volcano or the "
+        "JobSet restarts the whole job at that size, which resumes from its checkpoint; "
+        "--max-restarts restarts a node's own workers in place (docs/how-to/restarts.md)");
   }
   return low;
 }
@@ -167,13 +186,15 @@ class Translator {
       out_.standalone |= name == "standalone";
       return Status::Ok();
     }
-    if (InArray(name, kIgnoredFlags)) {
-      out_.ignored.push_back("--" + name);
-      return Status::Ok();
-    }
-    if (InArray(name, kIgnoredWithValue)) {
-      HETRUN_ASSIGN_OR_RETURN(std::string value, Value(option));
-      out_.ignored.push_back("--" + name + " " + value);
+    if (const IgnoredOption* ignored = FindIgnored(name)) {
+      std::string given = "--" + name;
+      if (ignored->takes_value) {
+        HETRUN_ASSIGN_OR_RETURN(std::string value, Value(option));
+        given += " " + ShownText(value, 64);
+      } else if (option.value) {
+        return UsageError("--" + name + " takes no value");
+      }
+      out_.ignored.push_back("torchrun's " + given + " is ignored: " + ignored->instead);
       return Status::Ok();
     }
     if (InList(name, {"rdzv-endpoint", "rdzv-backend", "rdzv-id", "nnodes"})) {
@@ -211,7 +232,7 @@ class Translator {
   std::string Suggestion(const std::string& arg) const {
     std::vector<std::string> names;
     for (const KnownOption& k : known_) names.push_back("--" + k.name);
-    for (const char* name : kIgnoredWithValue) names.push_back(std::string("--") + name);
+    for (const IgnoredOption& option : kIgnored) names.push_back(std::string("--") + option.name);
     for (const char* name : {"--rdzv-endpoint", "--rdzv-backend", "--rdzv-id"}) {
       names.emplace_back(name);
     }

@@ -3,7 +3,8 @@
 // --flag=value, --standalone, --rdzv-endpoint/--rdzv-backend/--rdzv-id, a fixed --nnodes N:N,
 // and the program as torchrun takes it (`train.py ARGS`, `-m module ARGS`, `--no-python prog`),
 // besides hetrun's own `-- COMMAND` form. A pure translation into hetrun's own options, done
-// before cxxopts parses them; elastic ranges and etcd rendezvous are clear usage errors.
+// before cxxopts parses them; elastic ranges and etcd rendezvous are clear usage errors that
+// say what hetrun does instead.
 #pragma once
 
 #include <string>
@@ -32,8 +33,10 @@ struct TorchrunArgs {
   std::vector<std::string> options;  ///< hetrun's own spelling, for cxxopts
   std::vector<std::string> program;  ///< the program and its arguments, untouched
   ProgramKind kind = ProgramKind::kExec;
-  bool standalone = false;           ///< --standalone: one node, a free local port
-  std::vector<std::string> ignored;  ///< torchrun options accepted without effect (logged)
+  bool standalone = false;  ///< --standalone: one node, a free local port
+  /// torchrun options accepted without effect: one warning line each, naming the option as
+  /// given and what hetrun does instead.
+  std::vector<std::string> ignored;
 };
 
 /// Translates `args` (hetrun run's arguments, global options already removed). `known` lists

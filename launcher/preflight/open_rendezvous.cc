@@ -88,6 +88,9 @@ Result<std::unique_ptr<JobRendezvous>> OpenRendezvous(const Topology& topology,
     break;
   }
   rdzv.auth = RecordAuth(secret.secret, job_id, secret.source);
+  if (job_id != options.job_id) {
+    rdzv.any_incarnation = RecordAuth(secret.secret, options.job_id, secret.source);
+  }
   // The plugin and its torch are checked first: a wrong torch exits 78 before any port is bound.
   HETRUN_ASSIGN_OR_RETURN(
       RendezvousLibrary library, FindRendezvousLibrary([&]() -> Result<std::filesystem::path> {

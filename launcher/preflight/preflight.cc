@@ -10,6 +10,7 @@
 #include <climits>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "commands/setting.h"
 #include "hetrun/arch/image_check.h"
@@ -414,6 +415,18 @@ Result<PreflightResult> RunPreflight(const Topology& topology,
   HETRUN_ASSIGN_OR_RETURN(result.rendezvous, OpenRendezvous(topology, options, env));
   auto opened = std::chrono::steady_clock::now();
   Result<std::vector<NodeRecord>> records = result.rendezvous->Join(mine);
+  // A node 0 of the previous incarnation (its pod still terminating) closed its store: connect
+  // again and wait for the new node 0, within --rdzv-timeout of the start.
+  while (!records.ok() && result.rendezvous->StalePeer() &&
+         std::chrono::steady_clock::now() + std::chrono::seconds(1) <
+             started + options.rdzv_timeout &&
+         !(options.interrupted && options.interrupted() != 0)) {
+    spdlog::warn("{}; waiting for the new node 0", records.status().message());
+    result.rendezvous.reset();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    HETRUN_ASSIGN_OR_RETURN(result.rendezvous, OpenRendezvous(topology, options, env));
+    records = result.rendezvous->Join(mine);
+  }
   if (!records.ok()) {
     result.rendezvous->Finish(ExitCodeFor(records.status()));
     return records.status();

@@ -28,6 +28,15 @@ constexpr const char* kReplanReason = " (its workers requested a re-plan: exit 8
 std::string NodeName(int rank) {
   return "rdzv/node/" + std::to_string(rank);
 }
+/// The tag RecordAuth::Seal puts before a MAC (the outer one is the last).
+constexpr const char* kProbeMacTag = "\n#hmac-sha256:";
+
+/// "incarnation N" from a job id ("RUN_ID\nincarnation N", open_rendezvous.cc); "" when none.
+std::string Incarnation(const std::string& job_id) {
+  const size_t at = job_id.find("\nincarnation ");
+  return at == std::string::npos ? "" : job_id.substr(at + 1);
+}
+
 std::string ProbeKey(int rank) {
   return "hetrun-probe/" + std::to_string(rank);
 }
@@ -230,6 +239,7 @@ std::optional<Status> JobRendezvous::SecretMismatch(const std::vector<int>& miss
                                                     const std::string& why) {
   if (missing.empty()) return std::nullopt;
   std::string quoted;
+  bool stale = false;
   for (int r : missing) {
     Result<std::string> raw = store_->Get(ProbeKey(r));
     if (!raw.ok() && r == 0 && !probe0_.empty()) raw = probe0_;
@@ -237,8 +247,19 @@ std::optional<Status> JobRendezvous::SecretMismatch(const std::vector<int>& miss
     bool mismatch = options_.auth.enabled() ? !options_.auth.Open(ProbeKey(r), *raw).ok()
                                             : RecordAuth::Sealed(*raw);
     if (!mismatch) return std::nullopt;
+    stale = stale || OfAnotherIncarnation(ProbeKey(r), *raw);
     std::string said = raw->substr(0, raw->find('\n'));
     quoted += (quoted.empty() ? "" : "; ") + ShownText(said, 160);
+  }
+  if (stale) {
+    stale_peer_ = true;
+    return UnavailableError(
+        "rendezvous at " + options_.endpoint + " " + why + ": node ranks " + RankList(missing) +
+        " answered for another incarnation of this job (the same secret and run id; this node: " +
+        ShownText(Incarnation(options_.auth.job_id()), 40) +
+        "): a pod of the earlier incarnation still terminating, a stale peer. The new node 0 "
+        "did not answer in time (transient). They say (unauthenticated): " +
+        quoted);
   }
   std::string job = options_.auth.job_id();
   std::replace(job.begin(), job.end(), '\n', ' ');
@@ -257,6 +278,15 @@ std::optional<Status> JobRendezvous::SecretMismatch(const std::vector<int>& miss
       quoted);
 }
 
+// A probe that fails this node's MAC but whose inner MAC verifies without the incarnation: the
+// same secret and run id, another incarnation.
+bool JobRendezvous::OfAnotherIncarnation(const std::string& key, const std::string& raw) const {
+  if (!options_.any_incarnation.enabled()) return false;
+  const size_t outer = raw.rfind(kProbeMacTag);
+  if (outer == std::string::npos) return false;
+  return options_.any_incarnation.Open(key, raw.substr(0, outer)).ok();
+}
+
 Result<std::vector<NodeRecord>> JobRendezvous::Join(const NodeRecord& mine) {
   Result<std::vector<NodeRecord>> records = JoinSteps(mine);
   if (!records.ok()) return Redacted(records.status());
@@ -271,10 +301,16 @@ Result<std::vector<NodeRecord>> JobRendezvous::JoinSteps(const NodeRecord& mine)
         "HETRUN_JOB_SECRET_FILE) on every node so records from other clients are ignored",
         options_.endpoint);
   }
-  const std::string probe = "node " + std::to_string(mine.node_rank) + " on " + mine.hostname +
-                            ", secret from " + options_.auth.source();
-  HETRUN_RETURN_IF_ERROR(
-      store_->Set(ProbeKey(mine.node_rank), options_.auth.Seal(ProbeKey(mine.node_rank), probe)));
+  std::string probe = "node " + std::to_string(mine.node_rank) + " on " + mine.hostname +
+                      ", secret from " + options_.auth.source();
+  const std::string incarnation = Incarnation(options_.auth.job_id());
+  if (!incarnation.empty()) probe += ", " + incarnation;
+  const std::string probe_key = ProbeKey(mine.node_rank);
+  // Sealed twice: inside without the incarnation (any_incarnation), outside with the job id.
+  if (options_.any_incarnation.enabled()) {
+    probe = options_.any_incarnation.Seal(probe_key, probe);
+  }
+  HETRUN_RETURN_IF_ERROR(store_->Set(probe_key, options_.auth.Seal(probe_key, probe)));
   if (Status session = AgreeOnSession(deadline); !session.ok()) return JoinFailed(session);
   const std::string encoded = EncodeNodeRecord(mine);
   auto fail = [&](const Status& status) {

@@ -21,9 +21,12 @@
 //   end/<name>/<r>    node r > 0's end-of-run record (Leave; the pipeline's measurements), set
 //                     once before its final exit code; node 0 reads them after Finish
 // Outside the prefix, readable whatever the secret (diagnosis only, never acted on early):
-//   hetrun-probe/<r>  node r's "node r on HOST, secret from SOURCE", sealed without the nonce. At
+//   hetrun-probe/<r>  node r's "node r on HOST, secret from SOURCE[, incarnation N]", sealed
+//                     without the nonce, and inside that also without the incarnation. At
 //                     --rdzv-timeout, when every missing node rank has a probe that fails this
-//                     node's MAC, the nodes do not share the secret: exit 78 naming its source.
+//                     node's MAC, the nodes do not share the secret: exit 78 naming its source
+//                     -- unless the probe verifies without the incarnation: then it is a stale
+//                     peer of another incarnation of this job (75; StalePeer).
 // Liveness is linear in the node count: every node writes one beat and reads one record per
 // interval; only node 0 reads the beats. Waits use the store's blocking wait in slices.
 // Every call has a deadline (DeadlineStore): a frozen node 0 is noticed within --peer-timeout.
@@ -65,6 +68,11 @@ struct RendezvousOptions {
   /// Join, Exchange and node 0's final wait in Finish at once.
   InterruptFn interrupted;
   RecordAuth auth;
+  /// The same secret and run id without the incarnation (disabled when the pod knows none): node
+  /// probes carry a MAC under it too, so a node 0 of another incarnation of this job (a pod
+  /// still terminating after a restart) is told from another secret: a stale peer, transient
+  /// (75, or wait for the new node 0), never "do not share the job secret" (78).
+  RecordAuth any_incarnation;
 };
 
 class JobRendezvous {
@@ -81,6 +89,11 @@ class JobRendezvous {
   /// (exit 75) for a duplicate rank, when the store is lost or a shutdown signal arrived (the
   /// other nodes are then told).
   Result<std::vector<NodeRecord>> Join(const NodeRecord& mine);
+
+  /// After a failed Join: the store belonged to another incarnation of this job (its node 0's
+  /// probe verifies only without the incarnation), so the caller may connect again and wait for
+  /// the new node 0. The status was then kUnavailable (75).
+  bool StalePeer() const { return stale_peer_; }
 
   /// All-gather of one string among `publishers` (node ranks): this node publishes `value` when
   /// it is one of them; returns the values in the order of `publishers`. Same timeout and errors
@@ -161,6 +174,7 @@ class JobRendezvous {
   Result<std::vector<NodeRecord>> JoinSteps(const NodeRecord& mine);
   Status Redacted(const Status& status) const;
   std::optional<Status> SecretMismatch(const std::vector<int>& missing, const std::string& why);
+  bool OfAnotherIncarnation(const std::string& key, const std::string& raw) const;
   Status WaitAtBarrier(const std::string& k, std::chrono::steady_clock::time_point deadline);
   Result<std::optional<AttemptMeeting>> CheckSameLayouts(const std::string& k);
   Status Put(Store& store, const std::string& key, const std::string& payload);
@@ -189,6 +203,7 @@ class JobRendezvous {
   bool have_session_ = false;
   std::string nonce_record_;  ///< node 0: the sealed nonce it published
   std::string probe0_;        ///< the others, before the nonce: node 0's probe as last read
+  bool stale_peer_ = false;   ///< Join met only another incarnation's node 0 (StalePeer)
   int event_fd_ = -1;
   int restart_fd_ = -1;
   std::atomic<int> attempt_{0};  ///< the attempt this node runs (or is arriving at)

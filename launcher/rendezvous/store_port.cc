@@ -186,6 +186,9 @@ Result<StorePort> StorePort::Hold(const std::string& host, int port, StorePort p
     }
     if (retry) continue;
     if (!out.listener_.valid()) {
+      // The pre-held socket (a free port picked on 127.0.0.1) would make the wildcard bind fail
+      // as "in use" by this very process: it gives the port up for the wildcard's socket.
+      preheld.Release();
       HETRUN_ASSIGN_OR_RETURN(out.listener_, ListenEverywhere(host, out.port_));
       if (out.port_ == 0) out.port_ = PortOf(out.listener_.get());
       spdlog::warn(

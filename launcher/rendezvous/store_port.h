@@ -21,7 +21,8 @@ class StorePort {
   /// Binds `host`:`port` (port 0: a free port, the same on every address) and listens on its
   /// first address. `preheld`, when valid, is a listening socket already bound to one of host's
   /// addresses at `port` (--standalone's free port): it is kept for that address. When host is
-  /// not an address of this machine the store listens on every interface. kFailedPrecondition
+  /// not an address of this machine the store listens on every interface (`preheld` is closed
+  /// right before, so its own port is not found taken by itself). kFailedPrecondition
   /// (exit 78) naming the port, the address and the process holding it when it is taken.
   static Result<StorePort> Hold(const std::string& host, int port, StorePort preheld);
 

@@ -21,15 +21,15 @@
 #include "supervise/child_process.h"
 #include "supervise/output/console_sink.h"
 #include "supervise/output/output_tee.h"
-#include "supervise/report/oom_kills.h"
 #include "supervise/private_dir.h"
+#include "supervise/report/oom_kills.h"
+#include "supervise/report/worker_error_file.h"
 #include "supervise/signal_set.h"
 #include "supervise/unique_fd.h"
 #include "supervise/watchers/attempt_deadline.h"
 #include "supervise/watchers/fail_slow_watcher.h"
 #include "supervise/watchers/heartbeat_watcher.h"
 #include "supervise/watchers/replan_wait.h"
-#include "supervise/report/worker_error_file.h"
 
 namespace hetrun::launcher {
 namespace {
@@ -308,9 +308,9 @@ Result<std::optional<WorkerFailure>> Supervisor::RunAttempt(std::vector<WorkerSp
 // The attempt's watchers, in the order the loop asks them (the deadline counts from now).
 void Supervisor::ArmWatchers() {
   watchers_ = {&replan_};
-  if (options_.hang_timeout.count() > 0) {
-    watchers_.push_back(
-        &heartbeats_.emplace(options_.run_dir, options_.hang_timeout, workers_.size()));
+  if (options_.WatchesHeartbeats()) {
+    watchers_.push_back(&heartbeats_.emplace(options_.run_dir, options_.hang_timeout,
+                                             workers_.size(), options_.startup_timeout));
   }
   FailSlowWatch fail_slow{options_.run_dir, options_.fail_slow_exit, options_.node_rank,
                           options_.gpu_names};
@@ -746,18 +746,24 @@ WorkerFailure ReceivedSignalFailure(int signal, int restarts) {
 }
 
 // Whether `failure` (after `restarts` restarts) ends the run; logs the restart otherwise.
-// `last_abort` carries the signature of the previous attempt's SIGABRT.
+// `last_failure` carries the signature of the previous attempt's failure: a SIGABRT, or under
+// --restart-on any every failure, repeated the same way stops the restarts.
 bool StopsTheRun(WorkerFailure& failure, int restarts, const SupervisorOptions& options,
-                 std::string& last_abort) {
-  // An NCCL watchdog abort is a symptom of a peer, not of this worker: restartable every time.
-  std::string abort =
-      failure.cause == WorkerFailure::Cause::kNcclTimeout ? "" : AbortSignature(failure);
-  if (!abort.empty() && abort == last_abort) {
-    failure.cause = WorkerFailure::Cause::kRepeatedAbort;
+                 std::string& last_failure) {
+  // An NCCL watchdog abort or a lost peer is a symptom of a peer, not of this worker:
+  // restartable every time.
+  const bool any = options.restart_on == RestartOn::kAny;
+  const bool transient = failure.cause == WorkerFailure::Cause::kNcclTimeout ||
+                         failure.cause == WorkerFailure::Cause::kCommFailure;
+  std::string signature =
+      transient ? "" : (any ? FailureSignature(failure) : AbortSignature(failure));
+  if (!signature.empty() && signature == last_failure) {
+    failure.cause =
+        any ? WorkerFailure::Cause::kRepeatedFailure : WorkerFailure::Cause::kRepeatedAbort;
     return true;
   }
-  last_abort = abort;
-  if (!IsRestartable(failure) || restarts >= options.max_restarts) return true;
+  last_failure = signature;
+  if (!IsRestartable(failure, options.restart_on) || restarts >= options.max_restarts) return true;
   spdlog::warn("{}; restarting the local worker group (restart {} of {})", FailureSummary(failure),
                restarts + 1, options.max_restarts);
   return false;
@@ -769,7 +775,7 @@ bool StopsTheRun(WorkerFailure& failure, int restarts, const SupervisorOptions& 
 Status PrepareAttemptFolders(const SupervisorOptions& options,
                              const std::vector<WorkerSpec>& workers, int restart) {
   std::vector<std::string> dirs;
-  if (options.hang_timeout.count() > 0) dirs.push_back(options.run_dir + "/heartbeat");
+  if (options.WatchesHeartbeats()) dirs.push_back(options.run_dir + "/heartbeat");
   for (const WorkerSpec& worker : workers) {
     dirs.push_back(options.run_dir + "/attempt_" + std::to_string(restart) + "/rank_" +
                    std::to_string(worker.rank));
@@ -824,7 +830,7 @@ Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const Work
       ConsoleSink(options.console_out, "stdout"), ConsoleSink(options.console_err, "stderr"), {}};
 
   SupervisorOutcome outcome;
-  std::string last_abort;
+  std::string last_failure;
   bool replanned = false;
   for (int restart = 0;; ++restart) {
     HETRUN_ASSIGN_OR_RETURN(std::vector<WorkerSpec> workers, specs(restart, replanned));
@@ -861,7 +867,7 @@ Result<SupervisorOutcome> Supervise(const SupervisorOptions& options, const Work
       if (!ReplanAllowed(outcome, options)) return outcome;
       continue;  // not counted against --max-restarts
     }
-    if (StopsTheRun(outcome.failure, outcome.restarts, options, last_abort)) {
+    if (StopsTheRun(outcome.failure, outcome.restarts, options, last_failure)) {
       outcome.exit_code = outcome.failure.exit_code;
       return outcome;
     }

@@ -88,6 +88,10 @@ struct SupervisorOptions {
   /// monotonic clock: hetrun notes when a heartbeat file changes, never compares file times
   /// with the wall clock.
   std::chrono::milliseconds hang_timeout{0};
+  /// Until a worker's first heartbeat, this long instead of hang_timeout (--startup-timeout,
+  /// NVRx's initial timeout). Zero = hang_timeout. Either one > 0 turns the heartbeats on.
+  std::chrono::milliseconds startup_timeout{0};
+  bool WatchesHeartbeats() const { return hang_timeout.count() > 0 || startup_timeout.count() > 0; }
   /// The run folder (launcher/supervise/run_folder.h): heartbeat files and the workers'
   /// TORCHELASTIC_ERROR_FILE live there; HETRUN_RUN_DIR names it for the workers. Required.
   std::string run_dir;
@@ -105,6 +109,8 @@ struct SupervisorOptions {
   /// --local-ranks-filter: only these local ranks reach the console; empty = every one.
   std::vector<int> console_local_ranks;
   int max_restarts = 0;  ///< restarts of the whole local group after a restartable failure
+  /// Which failures are restartable (--restart-on): transient ones, or torchrun's any.
+  RestartOn restart_on = RestartOn::kTransient;
   /// --replan-restart (docs/how-to/replan-restart.md): a worker's 82 is a re-plan request; the
   /// others get up to grace_period to exit 82 too (nothing is signalled meanwhile), then the
   /// group restarts on the recorded layout, at most max_replans times and not counted against

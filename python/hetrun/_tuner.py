@@ -151,6 +151,7 @@ class Tuner:
         self._slowdown = _core.emulated_slowdown_schedule()
         self._engine.setup(self._device, self._slowdown.at(0), self._size, reduction)
         self._heartbeat = _core.Heartbeat()
+        self._full_shares: Optional[List[int]] = None  # the split while a smaller step runs
         self._set_shares(list(self._loop.shares))
         self._schedule: List[tuple] = []  # (first step, shares, fixed bytes) not yet in force
         self._micro = (self._share, 1)  # this step's largest micro-batch and count
@@ -265,11 +266,33 @@ class Tuner:
             raise ValueError(f"tuner.loss(): {self._loss_samples} samples this step, but this "
                              f"rank's share is {self._share} (slice [{self._offset}, "
                              f"{self._offset + self._share}))")
-        return per_sample.sum() * self._factor
+        factor = self._factor if self._full_shares is None else \
+            self._factor * self.global_batch / self.step_batch
+        return per_sample.sum() * factor
+
+    @property
+    def step_batch(self) -> int:
+        """Samples of this step's global batch over the group: global_batch, or fewer for an
+        epoch's last, smaller global batch (_next_step_shares)."""
+        return sum(self._shares)
+
+    def _next_step_shares(self, shares: List[int]) -> None:
+        """The next step trains `shares` (an epoch's last, smaller global batch, in the tuner's
+        proportions: hetrun.integrations._steps.scale_shares) instead of the split; its compute is
+        measured at those sizes, and the split is back for the step after it."""
+        if self._open:
+            raise RuntimeError("hetrun.Tuner: a step's shares are set before it is entered")
+        shares = [int(x) for x in shares]
+        if len(shares) != self._size or any(x < 0 for x in shares) or sum(shares) < 1:
+            raise ValueError(f"hetrun.Tuner: step shares {shares} for a group of {self._size}")
+        if self._full_shares is None:
+            self._full_shares = self._shares
+        self._set_shares(shares)
 
     def shares_at(self, step: int) -> List[int]:
-        """The split in force at `step` (>= the current step) as far as decided now."""
-        shares = self._shares
+        """The split in force at `step` (>= the current step) as far as decided now (of a full
+        global batch: a smaller last step's own shares are not the split)."""
+        shares = self._full_shares if self._full_shares is not None else self._shares
         for first, decided, _ in self._schedule:
             if first <= step:
                 shares = decided
@@ -312,12 +335,16 @@ class Tuner:
     def _exit(self, failed: bool) -> None:
         self._open = False
         measured, wait_ms = self._engine.end_step()
+        share, offset = self._share, self._offset
+        if self._full_shares is not None:  # a smaller last global batch: back to the split
+            self._set_shares(self._full_shares)
+            self._full_shares = None
         if failed:
             return
-        if self._loss_calls and self._loss_samples != self._share:
+        if self._loss_calls and self._loss_samples != share:
             raise ValueError(f"tuner.loss() covered {self._loss_samples} samples this step, but "
-                             f"this rank's share is {self._share} (slice [{self._offset}, "
-                             f"{self._offset + self._share}))")
+                             f"this rank's share is {share} (slice [{offset}, "
+                             f"{offset + share}))")
         self._engine.check_step(self._step_index)
         now = time.perf_counter()
         step_ms = self._step_ms if self._step_ms is not None else (now - self._last_enter) * 1e3

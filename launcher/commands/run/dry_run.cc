@@ -33,7 +33,7 @@ bool TorchrunSets(const std::string& name) {
 /// only), as placeholders.
 void PrintRunFolderVariables(const RunPlan& plan, const WorkerSpec& worker, std::ostream& out) {
   out << "HETRUN_RUN_DIR=<run folder, made at start>\n";
-  if (plan.supervision.hang_timeout.count() > 0) {
+  if (plan.supervision.WatchesHeartbeats()) {
     out << "HETRUN_HEARTBEAT=<run folder>/heartbeat file of local rank " << worker.local_rank
         << "\n";
   }

@@ -26,9 +26,7 @@ Result<RunCommandLine> ParseRunCommandLine(cxxopts::Options& options,
         "hetrun run: no command (usage: hetrun run [OPTIONS] -- COMMAND [ARGS...], or "
         "hetrun run [OPTIONS] train.py [ARGS...] as torchrun)");
   }
-  for (const std::string& ignored : torchrun.ignored) {
-    spdlog::info("{}: a torchrun option hetrun accepts and does not need (ignored)", ignored);
-  }
+  for (const std::string& ignored : torchrun.ignored) spdlog::warn("{}", ignored);
   HETRUN_ASSIGN_OR_RETURN(
       std::string python,
       Setting<std::string>(line.parsed, "python", context.env, "HETRUN_PYTHON", DefaultPython(),

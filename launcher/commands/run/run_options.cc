@@ -34,6 +34,30 @@ void AddReplanOptions(cxxopts::Options& options) {
       cxxopts::value<std::string>());
 }
 
+// Hang detection and the restart policy (docs/how-to/restarts.md).
+void AddRestartOptions(cxxopts::Options& options) {
+  options.add_options("supervision")(
+      "hang-timeout",
+      "a worker that does not beat (HETRUN_HEARTBEAT) for this long is hung: exit 75 "
+      "(HETRUN_HANG_TIMEOUT, default off; at least 1ms when given)",
+      cxxopts::value<std::string>())(
+      "startup-timeout",
+      "until its first beat, a worker may take this long (model loading, a checkpoint's "
+      "restore) before it is hung: exit 75; after it, --hang-timeout applies "
+      "(HETRUN_STARTUP_TIMEOUT, default --hang-timeout)",
+      cxxopts::value<std::string>())(
+      "max-restarts",
+      "restart the local group after a worker is killed by a signal, hangs, exits 75 or loses a "
+      "peer (a communication failure raised in Python), at most N times (HETRUN_MAX_RESTARTS, "
+      "default 0)",
+      cxxopts::value<std::string>())(
+      "restart-on",
+      "transient: --max-restarts restarts the failures above only; any: every failure of a "
+      "worker, torchrun's rule, stopping when one repeats the same way (HETRUN_RESTART_ON, "
+      "default transient)",
+      cxxopts::value<std::string>());
+}
+
 // Health of the running job (docs/ARCHITECTURE.md §5.10).
 void AddHealthOptions(cxxopts::Options& options) {
   options.add_options("health")(
@@ -107,14 +131,6 @@ cxxopts::Options RunOptions() {
       "SIGTERM -> SIGKILL escalation (30, 30s, 5m); keep it below the pod's "
       "terminationGracePeriodSeconds (HETRUN_GRACE_PERIOD, default 30s)",
       cxxopts::value<std::string>())(
-      "hang-timeout",
-      "a worker that does not beat (HETRUN_HEARTBEAT) for this long is hung: exit 75 "
-      "(HETRUN_HANG_TIMEOUT, default off; at least 1ms when given)",
-      cxxopts::value<std::string>())(
-      "max-restarts",
-      "restart the local group after a worker is killed by a signal, hangs or exits 75, at most "
-      "N times (HETRUN_MAX_RESTARTS, default 0)",
-      cxxopts::value<std::string>())(
       "cpu-bind",
       "none, or spread: deal the CPUs hetrun may use out to the local workers, a block each "
       "(one CPU each, shared in turn, when workers outnumber CPUs) (HETRUN_CPU_BIND, default "
@@ -146,6 +162,7 @@ cxxopts::Options RunOptions() {
       "serve Prometheus metrics on http://HOST:PORT/metrics while the workers run ([HOST:]PORT, "
       "default host 0.0.0.0, port 0 = any free one) (HETRUN_METRICS_PORT, default off)",
       cxxopts::value<std::string>())("h,help", "this text");
+  AddRestartOptions(options);
   AddTorchrunOptions(options);
   AddPreflightOptions(options);
   AddCollectiveCheckOptions(options);

@@ -111,6 +111,14 @@ Status ReadStreamOptions(const cxxopts::ParseResult& parsed, const Environment& 
   return Status::Ok();
 }
 
+/// --hang-timeout, --startup-timeout: a value that rounds to 0 ms is an error, not "off".
+Result<milliseconds> PositiveTimeout(std::string_view text) {
+  HETRUN_ASSIGN_OR_RETURN(milliseconds value, ParseDuration(text));
+  if (value.count() > 0) return value;
+  return InvalidArgumentError(
+      "is 0 ms (rounded): give at least 1ms, or leave it unset to turn hang detection off");
+}
+
 Result<SupervisorOptions> ReadSupervision(const cxxopts::ParseResult& parsed,
                                           const Environment& env,
                                           const std::vector<std::string>& command) {
@@ -123,19 +131,19 @@ Result<SupervisorOptions> ReadSupervision(const cxxopts::ParseResult& parsed,
                           Setting<milliseconds>(parsed, "grace-period", env, "HETRUN_GRACE_PERIOD",
                                                 std::chrono::seconds(30), ParseDurationSetting));
   // Unset: off (0). Given, a value that rounds to 0 ms is an error, not "off".
+  HETRUN_ASSIGN_OR_RETURN(supervision.hang_timeout,
+                          Setting<milliseconds>(parsed, "hang-timeout", env, "HETRUN_HANG_TIMEOUT",
+                                                milliseconds(0), PositiveTimeout));
   HETRUN_ASSIGN_OR_RETURN(
-      supervision.hang_timeout,
-      Setting<milliseconds>(parsed, "hang-timeout", env, "HETRUN_HANG_TIMEOUT", milliseconds(0),
-                            [](std::string_view text) -> Result<milliseconds> {
-                              HETRUN_ASSIGN_OR_RETURN(milliseconds value, ParseDuration(text));
-                              if (value.count() > 0) return value;
-                              return InvalidArgumentError(
-                                  "is 0 ms (rounded): give at least 1ms, or leave it unset to "
-                                  "turn hang detection off");
-                            }));
+      supervision.startup_timeout,
+      Setting<milliseconds>(parsed, "startup-timeout", env, "HETRUN_STARTUP_TIMEOUT",
+                            milliseconds(0), PositiveTimeout));
   HETRUN_ASSIGN_OR_RETURN(
       supervision.max_restarts,
       Setting<int>(parsed, "max-restarts", env, "HETRUN_MAX_RESTARTS", 0, IntInRange(0, 1000)));
+  HETRUN_ASSIGN_OR_RETURN(supervision.restart_on,
+                          Setting<RestartOn>(parsed, "restart-on", env, "HETRUN_RESTART_ON",
+                                             RestartOn::kTransient, ParseRestartOn));
   HETRUN_ASSIGN_OR_RETURN(supervision.fail_slow_exit,
                           Setting<bool>(parsed, "fail-slow", env, "HETRUN_FAIL_SLOW", false,
                                         [](std::string_view text) -> Result<bool> {

@@ -44,6 +44,12 @@ void ConsoleSink::Drop(size_t lines, size_t bytes) {
   dropped_bytes_ += bytes;
 }
 
+void ConsoleSink::WriteFrom(const void* writer, std::string_view text, bool leaves_open) {
+  if (open_writer_ != nullptr && open_writer_ != writer) WriteLine("\n");
+  WriteLine(text);
+  open_writer_ = leaves_open ? writer : nullptr;
+}
+
 void ConsoleSink::WriteLine(std::string_view line) {
   if (fd_ < 0 || line.empty()) return;
   if (broken_) {

@@ -34,6 +34,19 @@ class ConsoleSink {
   /// full. Never blocks.
   void WriteLine(std::string_view line);
 
+  /// WriteLine for `writer` (an OutputTee, one per rank and stream), ending first, with a newline,
+  /// a line another writer left open, so no rank's text lands inside another's line.
+  /// `leaves_open`: `text` does not end its line (a quiet partial line, a '\r' progress
+  /// segment); `writer` then holds the console's line until someone writes.
+  void WriteFrom(const void* writer, std::string_view text, bool leaves_open);
+  /// Whether `writer`'s last write left the line open and nobody else has written since: only
+  /// then does the rest of its line follow without a new prefix.
+  bool HoldsOpenLine(const void* writer) const { return open_writer_ == writer; }
+  /// `writer`'s stream ended: it holds the line no more.
+  void Forget(const void* writer) {
+    if (open_writer_ == writer) open_writer_ = nullptr;
+  }
+
   /// The fd to poll for POLLOUT while Pending(); -1 when none.
   int poll_fd() const { return fd_; }
   bool Pending() const { return offset_ < buffer_.size(); }
@@ -65,7 +78,8 @@ class ConsoleSink {
   uint64_t dropped_lines_ = 0;
   uint64_t dropped_bytes_ = 0;
   int last_error_ = 0;
-  bool broken_ = false;  ///< a write failed for good (EPIPE, EBADF): drop everything
+  bool broken_ = false;                ///< a write failed for good (EPIPE, EBADF): drop everything
+  const void* open_writer_ = nullptr;  ///< whose text the console's current line ends with
 };
 
 }  // namespace hetrun::launcher

@@ -111,9 +111,10 @@ void OutputTee::Finish() {
   if (!partial_.empty()) {
     partial_.push_back('\n');
     EmitLine(partial_);
-  } else if (continued_ && console_ != nullptr && json_rank_ < 0) {
-    console_->WriteLine("\n");  // end the line its quiet part began
+  } else if (continued_ && console_ != nullptr && json_rank_ < 0 && console_->HoldsOpenLine(this)) {
+    console_->WriteFrom(this, "\n", false);  // end the line its quiet part began
   }
+  if (console_ != nullptr) console_->Forget(this);
   continued_ = false;
   if (!tail_line_.empty() || !tail_segment_.empty()) KeepTail();
 }
@@ -124,9 +125,9 @@ std::vector<std::string> OutputTee::Tail() const {
 
 void OutputTee::EmitSegment(std::string_view text) {
   if (console_ != nullptr) {
-    std::string out = continued_ ? std::string() : prefix_;
+    std::string out = Continues() ? std::string() : prefix_;
     out.append(text);
-    console_->WriteLine(out);
+    console_->WriteFrom(this, out, true);
   }
   partial_.clear();
 }
@@ -141,7 +142,7 @@ void OutputTee::EmitJsonProgress(std::string_view text, Clock::time_point now) {
   if (console_ == nullptr) return;
   std::string wrapped = FormatWorkerLine(json_rank_, json_stream_, text);
   wrapped += '\n';
-  console_->WriteLine(wrapped);
+  console_->WriteFrom(this, wrapped, false);
 }
 
 void OutputTee::AddTail(std::string_view text) {
@@ -167,15 +168,15 @@ void OutputTee::EmitLine(std::string_view line) {
       std::string wrapped =
           FormatWorkerLine(json_rank_, json_stream_, line.substr(0, line.size() - 1));
       wrapped += '\n';
-      console_->WriteLine(wrapped);
-    } else if (prefix_.empty() || continued_) {
-      console_->WriteLine(line);
+      console_->WriteFrom(this, wrapped, false);
+    } else if (prefix_.empty() || Continues()) {
+      console_->WriteFrom(this, line, false);
     } else {
       // One line at a time so lines of different ranks never interleave.
       std::string prefixed;
       prefixed.reserve(prefix_.size() + line.size());
       prefixed.append(prefix_).append(line);
-      console_->WriteLine(prefixed);
+      console_->WriteFrom(this, prefixed, false);
     }
   }
   continued_ = false;

@@ -2,9 +2,11 @@
 // The console gets whole lines, so ranks never interleave mid-line, with a "[rank R] " prefix
 // under --tee/--prefix-ranks; and, so progress bars show live, also a segment that ends in '\r'
 // (at once) and a partial line after kQuietFlush without new bytes (the rest of that line then
-// follows without a second prefix). In JSON log mode such progress goes out at most once per
-// kJsonProgressInterval (the latest state), whole lines at once. The log file gets the raw bytes
-// as they come. The last lines (the last state of each) are kept for the termination log.
+// follows without a second prefix, unless another rank wrote meanwhile: the shared ConsoleSink
+// then ended the open line first, and the rest comes prefixed on a line of its own). In JSON log
+// mode such progress goes out at most once per kJsonProgressInterval (the latest state), whole
+// lines at once. The log file gets the raw bytes as they come. The last lines (the last state of
+// each) are kept for the termination log.
 #pragma once
 
 #include <chrono>
@@ -70,7 +72,9 @@ class OutputTee {
   void EmitSegment(std::string_view text);  // a '\r' segment (with it) or a quiet partial line
   void EmitJsonProgress(std::string_view text, Clock::time_point now);
   void AddTail(std::string_view text);  // the current line's text, for the tail
-  void KeepTail();                      // the current line ends: keep its last state
+  /// The console's line is still this line's start: its rest follows without a prefix.
+  bool Continues() const { return continued_ && console_->HoldsOpenLine(this); }
+  void KeepTail();  // the current line ends: keep its last state
 
   ConsoleSink* console_;
   std::string prefix_;

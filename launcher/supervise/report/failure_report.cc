@@ -8,8 +8,8 @@
 
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
-#include "supervise/signal_set.h"
 #include "supervise/report/termination_log.h"
+#include "supervise/signal_set.h"
 
 namespace hetrun::launcher {
 
@@ -47,6 +47,9 @@ std::string CauseSummary(const WorkerFailure& failure, const std::string& who) {
     case WorkerFailure::Cause::kNcclTimeout:
       return fmt::format("{} hit an NCCL watchdog timeout (it {}); exit code {}", who, how,
                          failure.exit_code);
+    case WorkerFailure::Cause::kCommFailure:
+      return fmt::format("{} lost a peer (a communication failure; it {}); exit code {}", who, how,
+                         failure.exit_code);
     case WorkerFailure::Cause::kReservedCode:
       return fmt::format(
           "{} exited with code {}, a code hetrun reserves for its own verdicts "
@@ -68,6 +71,11 @@ std::string CauseSummary(const WorkerFailure& failure, const std::string& who) {
           "{} was killed by SIGABRT the same way as in the attempt before; not "
           "restarting (exit code {})",
           who, failure.exit_code);
+    case WorkerFailure::Cause::kRepeatedFailure:
+      return fmt::format(
+          "{} {} the same way as in the attempt before; not restarting (--restart-on any, exit "
+          "code {})",
+          who, how, failure.exit_code);
     case WorkerFailure::Cause::kOomKilled:
       return fmt::format("{} was killed by the OOM killer (SIGKILL; {}); exit code {}", who,
                          failure.detail, failure.exit_code);
@@ -97,6 +105,11 @@ std::string KindSummary(const WorkerFailure& failure, const std::string& who) {
       return fmt::format("{} was killed by {} (exit code {})", who, SignalName(failure.signal),
                          failure.exit_code);
     case WorkerFailure::Kind::kHang:
+      if (failure.before_first_beat) {
+        return fmt::format(
+            "{} sent no first heartbeat within {} of its start (--startup-timeout); exit code {}",
+            who, FormatDuration(failure.hang_timeout), failure.exit_code);
+      }
       return fmt::format("{} sent no heartbeat for {} s (--hang-timeout {}); exit code {}", who,
                          failure.silence.count() / 1000, FormatDuration(failure.hang_timeout),
                          failure.exit_code);
@@ -153,14 +166,24 @@ std::string TerminationReason(const WorkerFailure& failure, size_t max_bytes) {
   return reason;
 }
 
-bool IsRestartable(const WorkerFailure& failure) {
+Result<RestartOn> ParseRestartOn(std::string_view text) {
+  if (text == "transient") return RestartOn::kTransient;
+  if (text == "any") return RestartOn::kAny;
+  return InvalidArgumentError("must be transient or any");
+}
+
+bool IsRestartable(const WorkerFailure& failure, RestartOn on) {
   switch (failure.cause) {
+    case WorkerFailure::Cause::kRepeatedAbort:
+    case WorkerFailure::Cause::kRepeatedFailure:
+      return false;
     case WorkerFailure::Cause::kCudaOom:
     case WorkerFailure::Cause::kReservedCode:
-    case WorkerFailure::Cause::kReplanRequested:
-    case WorkerFailure::Cause::kRepeatedAbort:
+      return on == RestartOn::kAny;
+    case WorkerFailure::Cause::kReplanRequested:  // --replan-restart's business, never a restart
       return false;
     case WorkerFailure::Cause::kNcclTimeout:
+    case WorkerFailure::Cause::kCommFailure:
     case WorkerFailure::Cause::kOomKilled:  // as any SIGKILL: restarts stay bounded by
                                             // --max-restarts
       return true;
@@ -173,7 +196,7 @@ bool IsRestartable(const WorkerFailure& failure) {
     case WorkerFailure::Kind::kJobRestart:
       return true;
     case WorkerFailure::Kind::kExited:
-      return failure.exit_code == kExitTransient;
+      return on == RestartOn::kAny || failure.exit_code == kExitTransient;
     case WorkerFailure::Kind::kSpawn:
     case WorkerFailure::Kind::kReceivedSignal:
     case WorkerFailure::Kind::kFailSlow:  // the job restarts elsewhere (83), never in place
@@ -186,6 +209,22 @@ bool IsRestartable(const WorkerFailure& failure) {
 }  // namespace hetrun::launcher
 
 namespace hetrun::launcher {
+
+namespace {
+
+// What torch, Gloo and NCCL raise in Python when a peer is gone or the network failed: the
+// symptom of another rank's failure (or of the network), not of this worker's code. NCCL's
+// "invalid usage" and "invalid argument" are errors of the program, even inside a DistBackendError.
+bool IsCommunicationFailure(const WorkerFailure& failure) {
+  if (!Contains(failure,
+                {"Connection closed by peer", "Connection reset by peer", "DistNetworkError",
+                 "DistBackendError", "unhandled system error", "remote process exited"})) {
+    return false;
+  }
+  return !Contains(failure, {"invalid usage", "invalid argument"});
+}
+
+}  // namespace
 
 void ClassifyWorkerFailure(WorkerFailure& failure) {
   using Kind = WorkerFailure::Kind;
@@ -210,6 +249,11 @@ void ClassifyWorkerFailure(WorkerFailure& failure) {
     failure.exit_code = kExitWorkerReservedCode;
     return;
   }
+  if (IsCommunicationFailure(failure)) {
+    failure.cause = Cause::kCommFailure;
+    failure.exit_code = kExitTransient;
+    return;
+  }
   if (failure.kind == Kind::kExited && IsReservedExitCode(failure.exit_code)) {
     failure.cause = Cause::kReservedCode;
     failure.exit_code = kExitWorkerReservedCode;
@@ -221,6 +265,17 @@ std::string AbortSignature(const WorkerFailure& failure) {
   std::string words = failure.error_message;
   if (words.empty() && !failure.stderr_tail.empty()) words = failure.stderr_tail.back();
   return fmt::format("rank {} SIGABRT: {}", failure.rank, words);
+}
+
+std::string FailureSignature(const WorkerFailure& failure) {
+  using Kind = WorkerFailure::Kind;
+  using Cause = WorkerFailure::Cause;
+  if (failure.kind != Kind::kExited && failure.kind != Kind::kSignaled) return "";
+  if (failure.cause == Cause::kNcclTimeout || failure.cause == Cause::kCommFailure) return "";
+  if (failure.kind == Kind::kExited && failure.worker_code == kExitTransient) return "";
+  std::string words = failure.error_message;
+  if (words.empty() && !failure.stderr_tail.empty()) words = failure.stderr_tail.back();
+  return fmt::format("rank {} code {}: {}", failure.rank, failure.worker_code, words);
 }
 
 }  // namespace hetrun::launcher

@@ -44,8 +44,12 @@ HeartbeatWatcher::Mark HeartbeatWatcher::Mark::Of(const std::string& path) {
   return mark;
 }
 
-HeartbeatWatcher::HeartbeatWatcher(std::string run_dir, milliseconds hang_timeout, size_t workers)
-    : run_dir_(std::move(run_dir)), hang_timeout_(hang_timeout), beats_(workers) {}
+HeartbeatWatcher::HeartbeatWatcher(std::string run_dir, milliseconds hang_timeout, size_t workers,
+                                   milliseconds startup_timeout)
+    : run_dir_(std::move(run_dir)),
+      hang_timeout_(hang_timeout),
+      startup_timeout_(startup_timeout.count() > 0 ? startup_timeout : hang_timeout),
+      beats_(workers) {}
 
 Result<std::string> HeartbeatWatcher::Arm(size_t worker, int local_rank,
                                           WatchClock::time_point now) {
@@ -59,6 +63,7 @@ Result<std::string> HeartbeatWatcher::Arm(size_t worker, int local_rank,
   HETRUN_RETURN_IF_ERROR(ResetHeartbeat(beat.path));
   beat.mark = Mark::Of(beat.path);
   beat.last = now;
+  beat.beaten = false;
   return beat.path;
 }
 
@@ -70,7 +75,10 @@ double HeartbeatWatcher::SecondsSinceBeat(size_t worker, WatchClock::time_point 
 std::optional<WatchVerdict> HeartbeatWatcher::Check(WatchClock::time_point now,
                                                     std::span<const WatchedWorker> workers) {
   if (now < next_check_) return std::nullopt;
-  next_check_ = now + std::min(milliseconds(1000), hang_timeout_ / 4);
+  milliseconds shortest = hang_timeout_.count() > 0 && startup_timeout_.count() > 0
+                              ? std::min(hang_timeout_, startup_timeout_)
+                              : std::max(hang_timeout_, startup_timeout_);
+  next_check_ = now + std::min(milliseconds(1000), shortest / 4);
   for (size_t i = 0; i < workers.size() && i < beats_.size(); ++i) {
     Beat& beat = beats_[i];
     if (!workers[i].running || beat.path.empty()) continue;
@@ -78,10 +86,13 @@ std::optional<WatchVerdict> HeartbeatWatcher::Check(WatchClock::time_point now,
     if (!(mark == beat.mark)) {
       beat.mark = mark;
       beat.last = now;
+      beat.beaten = true;
       continue;
     }
+    const milliseconds limit = beat.beaten ? hang_timeout_ : startup_timeout_;
+    if (limit.count() == 0) continue;
     auto silence = std::chrono::duration_cast<milliseconds>(now - beat.last);
-    if (silence <= hang_timeout_) continue;
+    if (silence <= limit) continue;
     WatchVerdict verdict;
     verdict.stuck = true;
     WorkerFailure& failure = verdict.failure;
@@ -90,7 +101,8 @@ std::optional<WatchVerdict> HeartbeatWatcher::Check(WatchClock::time_point now,
     failure.local_rank = workers[i].local_rank;
     failure.exit_code = kExitTransient;
     failure.silence = silence;
-    failure.hang_timeout = hang_timeout_;
+    failure.hang_timeout = limit;
+    failure.before_first_beat = !beat.beaten;
     spdlog::error("{}; stopping every worker", FailureSummary(failure));
     return verdict;
   }

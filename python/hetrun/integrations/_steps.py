@@ -46,16 +46,38 @@ def batch_size_of(inputs) -> int:
     raise ValueError("hetrun: a batch without a tensor: cannot count its samples")
 
 
+def scale_shares(shares: List[int], total: int, min_share: int = 1) -> List[int]:
+    """`total` samples split in the proportions of `shares` (the tuner's split of a full global
+    batch), each at least `min_share`, largest remainders first, ties to the lower rank: the
+    split of an epoch's last, smaller global batch. The same list on every rank."""
+    count = len(shares)
+    if total < count * min_share:
+        raise ValueError(f"hetrun: {total} samples cannot give each of {count} ranks "
+                         f"{min_share}")
+    whole = sum(shares)
+    spare = total - count * min_share
+    exact = [spare * s / whole for s in shares]
+    out = [min_share + int(x) for x in exact]
+    order = sorted(range(count), key=lambda r: (-(exact[r] - int(exact[r])), r))
+    for r in order[: total - sum(out)]:
+        out[r] += 1
+    return out
+
+
 class StepPlan:
     """The micro-batches of rank `rank` for every optimizer step of an epoch.
 
     dataset_len: samples in the dataset; global_batch: B; micro_steps: k; shares_at(t): the split
     in force at tuner step t. Step q of epoch e is global batch q of the epoch's permutation;
-    `first_step` maps it to tuner step (e * steps_per_epoch + q) - first_step.
+    `first_step` maps it to tuner step (e * steps_per_epoch + q) - first_step. The samples after
+    the last full global batch (dataset_len % B of them) are one more, smaller step (the tuner's
+    split scaled to it, scale_shares) unless drop_last, or when there are fewer than one per
+    rank and micro-batch (group_size x k): then they are dropped (dropped_samples).
     """
 
     def __init__(self, dataset_len: int, global_batch: int, micro_steps: int, rank: int,
-                 shuffle: bool = True, seed: int = 0) -> None:
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False,
+                 group_size: int = 1) -> None:
         if dataset_len < global_batch:
             raise ValueError(f"hetrun: the dataset has {dataset_len} samples, fewer than one "
                              f"global batch of {global_batch}")
@@ -65,10 +87,32 @@ class StepPlan:
         self.rank = rank
         self.shuffle = shuffle
         self.seed = seed
+        self.full_steps = dataset_len // global_batch
+        rest = dataset_len % global_batch
+        self.min_share = micro_steps
+        fits = rest >= max(1, group_size) * micro_steps
+        #: samples of the last, smaller global batch (0: none)
+        self.last_batch = rest if rest and not drop_last and fits else 0
+        #: samples no step trains (drop_last, or too few to split)
+        self.dropped_samples = rest - self.last_batch
 
     @property
     def steps_per_epoch(self) -> int:
-        return self.dataset_len // self.global_batch
+        return self.full_steps + (1 if self.last_batch else 0)
+
+    def is_last_partial(self, step_in_epoch: int) -> bool:
+        """Whether step `step_in_epoch` is the epoch's last, smaller global batch."""
+        return self.last_batch > 0 and step_in_epoch == self.full_steps
+
+    def batch_at(self, step_in_epoch: int) -> int:
+        """The global batch of step `step_in_epoch`: B, or the last one's samples."""
+        return self.last_batch if self.is_last_partial(step_in_epoch) else self.global_batch
+
+    def shares_for(self, step_in_epoch: int, shares: List[int]) -> List[int]:
+        """The split of step `step_in_epoch` given the tuner's split of a full global batch."""
+        if not self.is_last_partial(step_in_epoch):
+            return list(shares)
+        return scale_shares(shares, self.last_batch, self.min_share)
 
     def order(self, epoch: int) -> List[int]:
         if not self.shuffle:
@@ -78,7 +122,9 @@ class StepPlan:
         return torch.randperm(self.dataset_len, generator=generator).tolist()
 
     def micro_batches(self, order: List[int], step_in_epoch: int, shares: List[int]) -> List[List[int]]:
-        """This rank's k micro-batches of one step, cut from its slice of the global batch."""
+        """This rank's k micro-batches of one step, cut from its slice of the global batch
+        (`shares`: the tuner's split of a full one; scaled here for the last, smaller one)."""
+        shares = self.shares_for(step_in_epoch, shares)
         lo = step_in_epoch * self.global_batch + sum(shares[: self.rank])
         mine = order[lo:lo + shares[self.rank]]
         out, at = [], 0

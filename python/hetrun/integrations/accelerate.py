@@ -15,6 +15,8 @@ Accelerate's own example loop, with the lines hetrun adds marked:
 batch_size is the per-device micro-batch of the even split; each micro-step's global batch of
 batch_size x world size samples is split by the tuner from each rank's measured compute (the same
 split for the k micro-steps of one optimizer step with accumulate=k and accelerator.accumulate).
+The samples after the last full micro-step are one more, smaller micro-step, split in the tuner's
+proportions (dataloader(..., drop_last=True) drops them).
 The sampler yields every rank's slice in rank order, because Accelerate's batch-sampler sharding
 hands rank i every n-th batch (hence split_batches=False and even_batches=False: checked, a
 ValueError names the setting); the weighted DDP communication hook (_ddp_hook) keeps the update
@@ -37,9 +39,12 @@ from hetrun.integrations import _ddp_hook, _steps
 class _RankOrderSampler(torch.utils.data.Sampler):
     """Per micro-step, every rank's slice of its global batch, in rank order."""
 
-    def __init__(self, balance: "BalancedSteps", dataset_len: int, shuffle: bool, seed: int):
+    def __init__(self, balance: "BalancedSteps", dataset_len: int, shuffle: bool, seed: int,
+                 drop_last: bool = False):
         self.balance = balance
-        self.plan = _steps.StepPlan(dataset_len, balance.tuner.global_batch, 1, 0, shuffle, seed)
+        self.plan = _steps.StepPlan(dataset_len, balance.tuner.global_batch, 1, 0, shuffle, seed,
+                                    drop_last=drop_last, group_size=balance.tuner.group_size)
+        balance._plan = self.plan
         self.epoch = 0
         self.next_step = 0
         balance.tuner._attach_sampler(self)
@@ -54,10 +59,11 @@ class _RankOrderSampler(torch.utils.data.Sampler):
         tuner, k = self.balance.tuner, self.balance.accumulate
         order = self.plan.order(self.epoch)
         steps_per_epoch = -(-self.plan.steps_per_epoch // k)
+        self.balance._q = 0  # the loop's first micro-step of this epoch comes next
         for q in range(self.plan.steps_per_epoch):
             step = max(self.epoch * steps_per_epoch + q // k, tuner.step_index)
             self.next_step = max(self.next_step, step + 1)
-            shares = tuner.shares_at(step)
+            shares = self.plan.shares_for(q, tuner.shares_at(step))
             lo = q * self.plan.global_batch
             for share in shares:
                 yield order[lo:lo + share]
@@ -93,10 +99,12 @@ class BalancedSteps:
         world = dist.get_world_size()
         self.tuner = Tuner(batch_size * world, window=window, reduction="sum", tune=tune,
                            **tuner_options)
-        tuner = self.tuner
-        _ddp_hook.register(model, tuner, lambda: tuner.share / tuner.global_batch)
+        _ddp_hook.register(model, self.tuner, lambda: self._weight)
         self._micro = 0
         self._ctx = None
+        self._plan: Optional[_steps.StepPlan] = None  # the sampler's
+        self._q = 0  # this micro-step's index in the epoch (the sampler resets it)
+        self._weight = 0.0
 
     def dataloader(self, dataset, shuffle: bool = True, seed: int = 0, **loader_options):
         """A DataLoader whose batch sampler yields every rank's slice per micro-step (to be
@@ -105,17 +113,26 @@ class BalancedSteps:
             raise ValueError(f"BalancedSteps.dataloader: {type(dataset).__name__} is an "
                              f"IterableDataset: the balancing splits a global batch of a "
                              f"map-style dataset")
-        for key in ("batch_size", "shuffle", "sampler", "batch_sampler", "drop_last"):
+        drop_last = bool(loader_options.pop("drop_last", False))
+        for key in ("batch_size", "shuffle", "sampler", "batch_sampler"):
             if key in loader_options:
                 raise ValueError(f"BalancedSteps.dataloader: {key}= is the sampler's to set")
-        sampler = _RankOrderSampler(self, len(dataset), shuffle, seed)
+        sampler = _RankOrderSampler(self, len(dataset), shuffle, seed, drop_last)
         return torch.utils.data.DataLoader(dataset, batch_sampler=sampler, **loader_options)
 
     @contextlib.contextmanager
     def step(self):
         """Around one micro-step's forward and backward; a tuner step spans `accumulate` of
         them (one optimizer step)."""
+        tuner, plan, q = self.tuner, self._plan, self._q
+        self._q += 1
+        shares = tuner.shares_at(tuner.step_index)
+        if plan is not None:  # the weight of a smaller last micro-step is its own share of it
+            shares = plan.shares_for(q, shares)
+        self._weight = shares[tuner.group_rank] / sum(shares)
         if self._micro == 0:
+            if plan is not None and plan.is_last_partial(q) and q % self.accumulate == 0:
+                tuner._next_step_shares(shares)  # the step is that smaller micro-step alone
             self._ctx = self.tuner.step()
             self._ctx.__enter__()
         try:

@@ -119,8 +119,10 @@ class _MicroBatchSampler(torch.utils.data.Sampler):
     def __init__(self, balance: "ZeroBalance", dataset_len: int, shuffle: bool, seed: int):
         tuner = balance.tuner
         self.balance = balance
+        # ZeroBalance plans DeepSpeed's micro-batches per step itself: the last partial global
+        # batch is not trained yet (drop_last), as before.
         self.plan = _steps.StepPlan(dataset_len, tuner.global_batch, 1, tuner.group_rank,
-                                    shuffle, seed)
+                                    shuffle, seed, drop_last=True)
         self.epoch = 0
         self.next_step = tuner.step_index
         tuner._attach_sampler(self)

@@ -12,7 +12,8 @@ otherwise replace the sampler with a DistributedSampler; setup() checks and says
 is the per-device micro-batch of the even split: each micro-step has a global batch of
 batch_size x world size samples, which the tuner splits by measured speed (the same split for the
 k micro-steps of one optimizer step, accumulate_grad_batches = k); one tuner step is one
-optimizer step. The loss of training_step must be a mean over its batch (Lightning's usual);
+optimizer step. The samples after the last full micro-step are one more, smaller micro-step,
+split in the tuner's proportions (batch_sampler(..., drop_last=True) drops them). The loss of training_step must be a mean over its batch (Lightning's usual);
 the callback's DDP communication hook weights each rank's gradient bucket by its share of the
 micro-step's global batch and all-reduces with SUM, so the update is exactly the even split's
 (hetrun.integrations._ddp_hook). Needs strategy="ddp" (DDPStrategy); FSDP and DeepSpeed
@@ -36,7 +37,7 @@ class _MicroStepSampler(torch.utils.data.Sampler):
     """Per micro-step, this rank's share of that micro-step's global batch."""
 
     def __init__(self, balancing: "HetrunBalancing", dataset_len: int, batch_size: int,
-                 shuffle: bool, seed: int) -> None:
+                 shuffle: bool, seed: int, drop_last: bool = False) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"HetrunBalancing.batch_sampler: batch_size={batch_size!r} must be an "
                              f"integer >= 1")
@@ -47,6 +48,7 @@ class _MicroStepSampler(torch.utils.data.Sampler):
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.seed = seed
+        self.drop_last = drop_last
         self.epoch = 0
         self.next_step = 0
 
@@ -57,7 +59,8 @@ class _MicroStepSampler(torch.utils.data.Sampler):
         world = dist.get_world_size() if dist.is_initialized() else 1
         rank = dist.get_rank() if dist.is_initialized() else 0
         return _steps.StepPlan(self.dataset_len, self.batch_size * world, 1, rank,
-                               self.shuffle, self.seed)
+                               self.shuffle, self.seed, drop_last=self.drop_last,
+                               group_size=world)
 
     def __len__(self) -> int:
         return self._plan().steps_per_epoch
@@ -93,14 +96,17 @@ class HetrunBalancing(pl.Callback):
         self._sampler: Optional[_MicroStepSampler] = None
         self._ctx = None
         self._micro = 0
+        self._plan: Optional[_steps.StepPlan] = None
+        self._weight = 0.0
 
     def batch_sampler(self, dataset_len: int, batch_size: int, shuffle: bool = True,
-                      seed: int = 0) -> _MicroStepSampler:
-        """The DataLoader's batch_sampler (module doc); one per callback."""
+                      seed: int = 0, drop_last: bool = False) -> _MicroStepSampler:
+        """The DataLoader's batch_sampler (module doc); one per callback. The samples after the
+        last full micro-step are one more, smaller micro-step unless drop_last."""
         if isinstance(dataset_len, bool) or not isinstance(dataset_len, int) or dataset_len < 1:
             raise ValueError(f"HetrunBalancing.batch_sampler: dataset_len={dataset_len!r} must be "
                              f"an integer >= 1")
-        self._sampler = _MicroStepSampler(self, dataset_len, batch_size, shuffle, seed)
+        self._sampler = _MicroStepSampler(self, dataset_len, batch_size, shuffle, seed, drop_last)
         return self._sampler
 
     # ---- Lightning hooks ----------------------------------------------------------------
@@ -127,11 +133,19 @@ class HetrunBalancing(pl.Callback):
         self.tuner = Tuner(batch, window=self.window, reduction="sum", tune=self.tune,
                            **self.tuner_options)
         self.first_step = trainer.global_step  # a resumed fit starts the split over
-        tuner = self.tuner
-        _ddp_hook.register(model, tuner, lambda: tuner.share / tuner.global_batch)
+        self._plan = self._sampler._plan()
+        _ddp_hook.register(model, self.tuner, lambda: self._weight)
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        # This micro-step's weight: this rank's share of its global batch (a smaller last one
+        # included, split in the tuner's proportions).
+        plan, tuner = self._plan, self.tuner
+        split = tuner.shares_at(tuner.step_index)
+        shares = plan.shares_for(batch_idx, split)
+        self._weight = shares[tuner.group_rank] / plan.batch_at(batch_idx)
         if self._micro == 0:
+            if plan.is_last_partial(batch_idx) and batch_idx % self.accumulate == 0:
+                tuner._next_step_shares(shares)  # the step is that smaller micro-step alone
             self._ctx = self.tuner.step()
             self._ctx.__enter__()
 

@@ -9,7 +9,10 @@ still measures) and window (optimizer steps per tuner window, default 10). One t
 optimizer step with all its accumulation micro-steps. Global batch B = per_device_train_batch_size
 x world size x gradient_accumulation_steps, one permutation of the dataset per epoch (the same on
 every rank: seed + epoch), split by the tuner from each rank's measured compute and cut into the
-accumulation micro-batches (hetrun.integrations._steps). The update equals the even split's:
+accumulation micro-batches (hetrun.integrations._steps). Every sample is trained, as by the
+Trainer: the samples after the last full global batch are one more, smaller step, split in the
+tuner's proportions (dataloader_drop_last=True drops them, as the Trainer does; so are fewer than
+one per rank and micro-batch). The update equals the even split's:
 
 - a token-mean loss (a model that takes loss kwargs, or compute_loss_func, with labels and
   average_tokens_across_devices=True, the Trainer's default) is already normalised by the global
@@ -58,7 +61,9 @@ class _TunedBatchSampler(BatchRebalanceSampler):
         self.plan = _steps.StepPlan(dataset_len, trainer.global_batch,
                                     args.gradient_accumulation_steps, args.process_index,
                                     shuffle=True, seed=args.data_seed if args.data_seed is not None
-                                    else args.seed)
+                                    else args.seed, drop_last=args.dataloader_drop_last,
+                                    group_size=self.group_size)
+        trainer._plan = self.plan
         self.epoch = 0
         self.next_step = 0  #: the first tuner step this sampler has not produced yet
 
@@ -90,6 +95,7 @@ class HetrunTrainer(transformers.Trainer):
         self._first_step: Optional[int] = None
         self._micro = 0
         self._step_ctx = None
+        self._plan: Optional[_steps.StepPlan] = None  # the sampler's, once it is made
         a = self.args
         self.global_batch = a.per_device_train_batch_size * max(1, a.world_size) * \
             a.gradient_accumulation_steps
@@ -119,6 +125,7 @@ class HetrunTrainer(transformers.Trainer):
         timing = getattr(self._ensure_tuner(), "_engine", None)
         between = getattr(timing, "leave", None)  # DeepSpeed: the loader's time is no compute
         if self._micro == 0:
+            self._use_last_batch_split()
             self._step_ctx = self.tuner.step()
             self._step_ctx.__enter__()
         elif between is not None:
@@ -142,13 +149,25 @@ class HetrunTrainer(transformers.Trainer):
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         samples = _steps.batch_size_of(inputs)
         result = super().compute_loss(model, inputs, return_outputs, None)
-        factor = _steps.loss_factor(samples, self.tuner.group_size, self.global_batch)
+        factor = _steps.loss_factor(samples, self.tuner.group_size, self.tuner.step_batch)
         self.loss_is_scaled_for_ga = True  # the factor covers the accumulation steps
         if return_outputs:
             return result[0] * factor, result[1]
         return result * factor
 
     # ---- internals ----------------------------------------------------------------------
+    def _use_last_batch_split(self) -> None:
+        """The epoch's last, smaller global batch (not dataloader_drop_last): the tuner runs that
+        step at the sampler's scaled split. Optimizer step s is step s % steps_per_epoch of its
+        epoch, as the sampler numbers them."""
+        plan = self._plan
+        if plan is None:
+            return
+        q = self.state.global_step % plan.steps_per_epoch
+        if plan.is_last_partial(q):
+            tuner = self.tuner
+            tuner._next_step_shares(plan.shares_for(q, tuner.shares_at(tuner.step_index)))
+
     def _token_mean(self, inputs, num_items_in_batch) -> bool:
         return (num_items_in_batch is not None and self.args.average_tokens_across_devices
                 and (self.model_accepts_loss_kwargs or self.compute_loss_func is not None))

@@ -77,5 +77,75 @@ TEST(RunRestartTest, DeterministicFailuresAreNeverRestarted) {
   }
 }
 
+// Issue 39 item 13: a worker's exit 1 after a communication failure raised in Python (the
+// first rank to see a peer go) was never restarted; torchrun, NVRx and DLRover restart it.
+TEST(RunRestartTest, ACommunicationFailureIsRestartedAndCanSucceed) {
+  TempDir dir;
+  HetrunProcess run(
+      RunArgs(1, {"--max-restarts", "2"},
+              {"c0:err", "torch.distributed.DistNetworkError: Connection closed by peer", "c0:exit",
+               "1", "out", "second try"}),
+      HetrunEnv(dir.path()), dir.path());
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+  EXPECT_EQ(Count(run.out(), "second try"), 1u);
+  EXPECT_NE(run.err().find("lost a peer"), std::string::npos) << run.err();
+}
+
+TEST(RunRestartTest, ACommunicationFailureExits75WhenTheBudgetIsSpent) {
+  TempDir dir;
+  HetrunProcess run(RunArgs(1, {"--max-restarts", "1"},
+                            {"out", "attempt", "err",
+                             "RuntimeError: [gloo/transport/tcp/pair.cc:534] Connection closed by "
+                             "peer [10.0.0.2]:4123",
+                             "exit", "1"}),
+                    HetrunEnv(dir.path()), dir.path());
+  EXPECT_EQ(run.Wait(), 75) << run.err();
+  EXPECT_EQ(Count(run.out(), "attempt"), 2u) << run.out();
+  EXPECT_NE(testing::ReadFile(dir.path() + "/termination-log").find("lost a peer"),
+            std::string::npos);
+}
+
+TEST(RunRestartTest, RestartOnAnyRestartsAnExit1AndStopsWhenItRepeats) {
+  TempDir dir;
+  HetrunProcess once(RunArgs(1, {"--max-restarts", "3", "--restart-on", "any"},
+                             {"c0:exit", "1", "out", "second try"}),
+                     HetrunEnv(dir.path()), dir.path());
+  EXPECT_EQ(once.Wait(), 0) << once.err();
+  EXPECT_EQ(Count(once.out(), "second try"), 1u);
+  TempDir again;
+  HetrunProcess repeated(RunArgs(1, {"--max-restarts", "5", "--restart-on", "any"},
+                                 {"out", "attempt", "err", "ValueError: bad config", "exit", "1"}),
+                         HetrunEnv(again.path()), again.path());
+  EXPECT_EQ(repeated.Wait(), 1) << repeated.err();
+  EXPECT_EQ(Count(repeated.out(), "attempt"), 2u) << "the second identical failure stops";
+  EXPECT_NE(testing::ReadFile(again.path() + "/termination-log").find("the same way"),
+            std::string::npos);
+}
+
+// Issue 39 item 14: with one timeout for start-up and steps, a 1 s per-step timeout killed a
+// worker that takes 3 s to start; the start-up timeout covers that and the step's still holds.
+TEST(RunRestartTest, AHungStepIsSeenWithAShortStepTimeoutWhileStartUpTakesLonger) {
+  TempDir dir;
+  HetrunProcess run(
+      RunArgs(1, {"--hang-timeout", "1s", "--startup-timeout", "60s", "--grace-period", "2s"},
+              {"sleep", "3000", "beat", "3", "50", "out", "stepped", "sleep", "60000"}),
+      HetrunEnv(dir.path()), dir.path());
+  EXPECT_EQ(run.Wait(), 75) << run.err();
+  EXPECT_EQ(Count(run.out(), "stepped"), 1u) << "start-up outlasting the step timeout is no hang";
+  std::string log = testing::ReadFile(dir.path() + "/termination-log");
+  EXPECT_NE(log.find("(--hang-timeout 1s)"), std::string::npos) << log;
+}
+
+TEST(RunRestartTest, AWorkerThatNeverBeatsIsHungAtTheStartupTimeout) {
+  TempDir dir;
+  HetrunProcess run(
+      RunArgs(1, {"--hang-timeout", "60s", "--startup-timeout", "1s", "--grace-period", "2s"},
+              {"sleep", "60000"}),
+      HetrunEnv(dir.path()), dir.path());
+  EXPECT_EQ(run.Wait(), 75) << run.err();
+  std::string log = testing::ReadFile(dir.path() + "/termination-log");
+  EXPECT_NE(log.find("no first heartbeat within 1s"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace hetrun

@@ -66,10 +66,36 @@ TEST(TorchrunArgsTest, ProgramKindsFollowTorchrun) {
             (Args{"./train", "--nnodes"}));
 }
 
-TEST(TorchrunArgsTest, TorchrunAgentKnobsAreAcceptedAndReported) {
-  TorchrunArgs out = Translate({"--monitor-interval=1", "--start_method", "spawn", "a.py"});
-  EXPECT_EQ(out.ignored, (Args{"--monitor-interval 1", "--start-method spawn"}));
+// Issue 39 item 15: these were accepted with an info line saying hetrun "does not need" them;
+// each now gets a warning naming it as given and what hetrun does instead.
+TEST(TorchrunArgsTest, EachIgnoredTorchrunOptionGetsAWarningSayingWhatHetrunDoesInstead) {
+  TorchrunArgs out = Translate({"--monitor-interval=1", "--start_method", "spawn", "--numa-binding",
+                                "node", "--virtual-local-rank", "--duplicate_stdout_filters=loss",
+                                "--duplicate-stderr-filters", "err", "--logs-specs", "x", "a.py"});
   EXPECT_TRUE(out.options.empty());
+  const Args given = {"--monitor-interval 1",
+                      "--start-method spawn",
+                      "--numa-binding node",
+                      "--virtual-local-rank",
+                      "--duplicate-stdout-filters loss",
+                      "--duplicate-stderr-filters err",
+                      "--logs-specs x"};
+  ASSERT_EQ(out.ignored.size(), given.size());
+  for (size_t i = 0; i < given.size(); ++i) {
+    EXPECT_EQ(out.ignored[i].rfind("torchrun's " + given[i] + " is ignored: hetrun", 0), 0u)
+        << out.ignored[i];
+    EXPECT_EQ(out.ignored[i].find('\n'), std::string::npos) << "one line";
+  }
+  EXPECT_NE(out.ignored[2].find("--cpu-bind spread"), std::string::npos) << out.ignored[2];
+  EXPECT_NE(ErrorOf({"--virtual-local-rank=1", "a.py"}).find("takes no value"), std::string::npos);
+}
+
+TEST(TorchrunArgsTest, AnElasticNodeRangeSaysWhatHetrunDoesInstead) {
+  std::string message = ErrorOf({"--nnodes", "2:4", "a.py"});
+  EXPECT_NE(message.find("does not grow or shrink a running job"), std::string::npos) << message;
+  EXPECT_NE(message.find("--nnodes 4"), std::string::npos) << message;
+  EXPECT_NE(message.find("exit 75"), std::string::npos) << message;
+  EXPECT_NE(message.find("restarts the whole job"), std::string::npos) << message;
 }
 
 TEST(TorchrunArgsTest, BadInputsAreUsageErrorsNamingTheReason) {

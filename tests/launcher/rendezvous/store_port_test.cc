@@ -83,5 +83,18 @@ TEST(StorePortTest, AnAddressThatIsNotThisMachinesListensOnEveryInterface) {
   EXPECT_FALSE(Bindable("127.0.0.1", port->port()));
 }
 
+// Issue 39 item 9: --master-port 0 picks a free port on 127.0.0.1; with a MASTER_ADDR that is
+// not this machine's, the wildcard bind found that port "in use by pid <hetrun's own pid>".
+TEST(StorePortTest, AFreePortPickedLocallyMovesToEveryInterfaceForAForeignAddress) {
+  Result<StorePort> picked = StorePort::Hold("127.0.0.1", 0, StorePort());
+  ASSERT_TRUE(picked.ok());
+  const int number = picked->port();
+  Result<StorePort> moved = StorePort::Hold("192.0.2.1", number, std::move(*picked));
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_EQ(moved->port(), number);
+  EXPECT_TRUE(moved->held());
+  EXPECT_FALSE(Bindable("127.0.0.1", number)) << "still nobody else's";
+}
+
 }  // namespace
 }  // namespace hetrun::launcher

@@ -96,6 +96,31 @@ def train(args, tune, steps=None, folder=None, save_at=None, resume=False):
     return params, shares, trainer.global_batch * args.steps / seconds
 
 
+def count_one_epoch(args):
+    """One epoch of `--epoch-samples` samples (tune=False): the optimizer steps the Trainer took
+    and the samples the ranks' micro-batches held, summed over the group."""
+    seen = [0]
+
+    def collate(features):
+        seen[0] += len(features)
+        return transformers.default_data_collator(features)
+
+    targs = TrainingArguments(
+        output_dir=os.path.join(args.out, "epoch"), use_cpu=True,
+        per_device_train_batch_size=args.batch, gradient_accumulation_steps=args.accumulate,
+        num_train_epochs=1, learning_rate=1e-2, lr_scheduler_type="constant", seed=0,
+        data_seed=0, report_to=[], disable_tqdm=True, save_strategy="no",
+        dataloader_num_workers=0, ddp_backend="gloo", max_grad_norm=0.0,
+        dataloader_drop_last=args.drop_last)
+    trainer = HetrunTrainer(model=model(args.kind), args=targs,
+                            train_dataset=dataset(args.kind, args.epoch_samples),
+                            data_collator=collate, tune=False, window=args.window)
+    trainer.train()
+    total = torch.tensor([seen[0]], dtype=torch.int64)
+    torch.distributed.all_reduce(total)
+    return {"epoch_steps": trainer.state.global_step, "epoch_samples": int(total.item())}
+
+
 class Stream(torch.utils.data.IterableDataset):
     def __iter__(self):
         return iter(dataset("token", 64))
@@ -131,7 +156,19 @@ def main():
     p.add_argument("--only-even", action="store_true", help="one untuned run (torchrun test)")
     p.add_argument("--resume", action="store_true", help="tuned with a checkpoint half way, resumed")
     p.add_argument("--deepspeed", type=int, default=None, help="ZeRO stage (float32)")
+    p.add_argument("--epoch-samples", type=int, default=None,
+                   help="only count one untuned epoch of this many samples")
+    p.add_argument("--drop-last", action="store_true", help="dataloader_drop_last=True")
+    p.add_argument("--exit", choices=["os-exit", "normal", "destroy"], default="os-exit",
+                   help="how the process leaves: os._exit(0), a normal interpreter exit, or "
+                        "destroy_process_group() first (the exit-abort bench)")
     args = p.parse_args()
+    if args.epoch_samples is not None:
+        counted = count_one_epoch(args)
+        if int(os.environ["RANK"]) == 0:
+            with open(os.path.join(args.out, "summary.json"), "w") as f:
+                json.dump(counted, f)
+        return args
     if args.deepspeed is not None:
         global DTYPE
         DTYPE = torch.float32
@@ -154,11 +191,15 @@ def main():
     if int(os.environ["RANK"]) == 0:
         with open(os.path.join(args.out, "summary.json"), "w") as f:
             json.dump(summary, f)
+    return args
 
 
 if __name__ == "__main__":
-    main()
+    parsed = main()
     sys.stdout.flush()
     sys.stderr.flush()
-    # Gloo's teardown can abort at exit under load (torch 2.11; docs/how-to/fsdp2.md)
-    os._exit(0)
+    if parsed.exit == "destroy" and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+    if parsed.exit == "os-exit":
+        # Gloo's teardown can abort at exit under load (torch 2.11; docs/how-to/fsdp2.md)
+        os._exit(0)

@@ -33,3 +33,16 @@ def test_a_run_resumed_from_a_checkpoint_ends_where_the_uninterrupted_one_does(t
     assert summary["resumed_steps"] == 8, summary  # it resumed at step 8, not from scratch
     assert summary["resumed_max_param_diff"] < 1e-6, summary
     assert summary["resumed_shares"] and sum(summary["resumed_shares"][-1]) == 8 * 3 * 2, summary
+
+
+# Issue 39 item 11: HetrunTrainer cut each epoch into len // global batch steps and never trained
+# the rest (100 samples, global batch 15 = 5 x 3 ranks: 6 steps, 90 samples; the Trainer trains
+# all 100 in 7). The rest is one more, smaller step unless dataloader_drop_last.
+def test_every_sample_of_an_epoch_is_trained_unless_drop_last(tmp_path):
+    args = ["--kind", "sample", "--batch", "5", "--accumulate", "1", "--epoch-samples", "100"]
+    for name in ("all", "dropped"):
+        (tmp_path / name).mkdir()
+    summary = hetrun_mixed("hf_worker.py", args, tmp_path / "all")
+    assert summary == {"epoch_steps": 7, "epoch_samples": 100}, summary
+    dropped = hetrun_mixed("hf_worker.py", args + ["--drop-last"], tmp_path / "dropped")
+    assert dropped == {"epoch_steps": 6, "epoch_samples": 90}, dropped

@@ -168,5 +168,34 @@ TEST_F(OutputTeeTest, JsonModeForwardsProgressAtMostAboutOncePerSecond) {
   EXPECT_EQ(Log(), raw + "finished\n") << "the log file gets every raw byte";
 }
 
+// Issue 39 item 10: a quiet partial line forwarded for a progress bar let another rank's line
+// land in its middle, and the rest printed without a rank prefix.
+TEST_F(OutputTeeTest, AnotherRanksLineEndsAnOpenPartialLineAndTheRestIsPrefixedAgain) {
+  using namespace std::chrono_literals;
+  OutputTee zero(sink_.get(), "[rank 0] ", log_, 0);
+  OutputTee one(sink_.get(), "[rank 1] ", -1, 0);
+  const OutputTee::Clock::time_point t0 = OutputTee::Clock::now();
+  zero.Consume("loading ", t0);
+  zero.Tick(t0 + 100ms);
+  one.Consume("hello\n", t0 + 200ms);
+  zero.Consume("done\n", t0 + 300ms);
+  EXPECT_EQ(Console(), "[rank 0] loading \n[rank 1] hello\n[rank 0] done\n");
+  zero.Consume(" 50%\r", t0 + 400ms);
+  one.Consume("again\n", t0 + 500ms);
+  zero.Consume(" 100%\n", t0 + 600ms);
+  EXPECT_EQ(Console(),
+            "[rank 0] loading \n[rank 1] hello\n[rank 0] done\n[rank 0]  50%\r\n[rank 1] "
+            "again\n[rank 0]  100%\n")
+      << "a progress bar's line is ended before another rank's, not overwritten";
+  zero.Consume("more", t0 + 700ms);
+  zero.Tick(t0 + 800ms);
+  zero.Consume(" of it", t0 + 900ms);
+  zero.Tick(t0 + 1000ms);
+  zero.Finish();
+  one.Finish();
+  EXPECT_NE(Console().find("[rank 0] more of it\n"), std::string::npos)
+      << "its own continuation needs no prefix";
+}
+
 }  // namespace
 }  // namespace hetrun::launcher

@@ -144,5 +144,71 @@ TEST(FailureReportTest, TerminationReasonShowsTheErrorFilesLastFrames) {
       << reason;
 }
 
+// Issue 39 item 13: a communication failure raised in Python ends in exit 1, which was never
+// restarted; it is a peer's symptom: 75 and restartable. Other tracebacks stay permanent.
+TEST(FailureReportTest, ACommunicationFailureRaisedInPythonIs75AndRestartable) {
+  for (const char* words :
+       {"RuntimeError: [../gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+        "[10.0.0.2]:4123",
+        "torch.distributed.DistNetworkError: failed to recv, got 0 bytes",
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+        "unhandled system error",
+        "NCCL error: remote process exited or there was a network error"}) {
+    WorkerFailure f = Exited(1);
+    f.kind = WorkerFailure::Kind::kExited;
+    f.stderr_tail = {"Traceback (most recent call last):", words};
+    ClassifyWorkerFailure(f);
+    EXPECT_EQ(f.cause, WorkerFailure::Cause::kCommFailure) << words;
+    EXPECT_EQ(f.exit_code, 75) << words;
+    EXPECT_EQ(f.worker_code, 1);
+    EXPECT_TRUE(IsRestartable(f)) << words;
+    EXPECT_TRUE(FailureSignature(f).empty()) << "a peer's symptom never counts as repeated";
+    EXPECT_NE(FailureSummary(f).find("lost a peer"), std::string::npos) << FailureSummary(f);
+  }
+  WorkerFailure usage = Exited(1);
+  usage.error_message = "torch.distributed.DistBackendError: NCCL error: invalid usage";
+  ClassifyWorkerFailure(usage);
+  EXPECT_EQ(usage.exit_code, 1) << "a program's misuse of NCCL is no lost peer";
+  WorkerFailure plain = Exited(1);
+  plain.error_message = "ValueError: bad batch";
+  ClassifyWorkerFailure(plain);
+  EXPECT_EQ(plain.exit_code, 1);
+  EXPECT_FALSE(IsRestartable(plain));
+  EXPECT_TRUE(IsRestartable(plain, RestartOn::kAny)) << "torchrun's rule";
+  EXPECT_EQ(FailureSignature(plain), "rank 2 code 1: ValueError: bad batch");
+}
+
+TEST(FailureReportTest, RestartOnAnyRestartsEveryWorkerFailureButNotHetrunsOwn) {
+  WorkerFailure oom = Exited(1);
+  oom.error_message = "CUDA out of memory";
+  ClassifyWorkerFailure(oom);
+  EXPECT_TRUE(IsRestartable(oom, RestartOn::kAny));
+  WorkerFailure spawn;
+  spawn.kind = WorkerFailure::Kind::kSpawn;
+  spawn.exit_code = 127;
+  EXPECT_FALSE(IsRestartable(spawn, RestartOn::kAny));
+  WorkerFailure received;
+  received.kind = WorkerFailure::Kind::kReceivedSignal;
+  EXPECT_FALSE(IsRestartable(received, RestartOn::kAny));
+  WorkerFailure repeated = Exited(1);
+  repeated.cause = WorkerFailure::Cause::kRepeatedFailure;
+  EXPECT_FALSE(IsRestartable(repeated, RestartOn::kAny));
+  EXPECT_TRUE(ParseRestartOn("any").ok());
+  EXPECT_FALSE(ParseRestartOn("always").ok());
+}
+
+// Issue 39 item 14: a worker that never beat is reported against the start-up timeout.
+TEST(FailureReportTest, AHangBeforeTheFirstBeatNamesTheStartupTimeout) {
+  WorkerFailure f;
+  f.kind = WorkerFailure::Kind::kHang;
+  f.rank = 1;
+  f.local_rank = 1;
+  f.exit_code = 75;
+  f.before_first_beat = true;
+  f.hang_timeout = std::chrono::minutes(10);
+  EXPECT_NE(FailureSummary(f).find("no first heartbeat within 10m"), std::string::npos)
+      << FailureSummary(f);
+}
+
 }  // namespace
 }  // namespace hetrun::launcher

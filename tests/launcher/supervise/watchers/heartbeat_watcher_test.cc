@@ -117,5 +117,42 @@ TEST(HeartbeatWatcherArmTest, FailsNamingTheFolderWhenTheRunFolderIsAFile) {
       << path.status().message();
 }
 
+// Issue 39 item 14: one timeout for start-up and every step had to cover model loading, so a
+// hung step went unseen for as long. The start-up timeout holds until the first beat only.
+TEST(HeartbeatWatcherStartupTest, AShortStepTimeoutSeesAHungStepWhileStartUpTakesLonger) {
+  testing::TempDir dir;
+  HeartbeatWatcher watcher(dir.path(), seconds(2), 1, seconds(60));
+  Result<std::string> path = watcher.Arm(0, 0, kStart);
+  ASSERT_TRUE(path.ok());
+  auto check = [&](WatchClock::time_point now) { return watcher.Check(now, {{{0, 0, true}}}); };
+  EXPECT_FALSE(check(kStart + seconds(30))) << "loading the model for 30 s is no hang";
+  std::ofstream(*path, std::ios::app) << "x";  // the first step's beat
+  EXPECT_FALSE(check(kStart + seconds(31)));
+  EXPECT_FALSE(check(kStart + seconds(33)));
+  std::optional<WatchVerdict> hung = check(kStart + milliseconds(33'500));
+  ASSERT_TRUE(hung) << "a step silent past the 2 s per-step timeout is a hang";
+  EXPECT_EQ(hung->failure.hang_timeout, seconds(2));
+  EXPECT_FALSE(hung->failure.before_first_beat);
+  EXPECT_EQ(hung->failure.exit_code, kExitTransient);
+  // A restarted worker starts over: the start-up timeout again, then a hang before any beat.
+  ASSERT_TRUE(watcher.Arm(0, 0, kStart + seconds(40)).ok());
+  EXPECT_FALSE(check(kStart + seconds(99)));
+  std::optional<WatchVerdict> never = check(kStart + seconds(101));
+  ASSERT_TRUE(never);
+  EXPECT_TRUE(never->failure.before_first_beat);
+  EXPECT_EQ(never->failure.hang_timeout, seconds(60));
+}
+
+TEST(HeartbeatWatcherStartupTest, AStartupTimeoutAloneWatchesOnlyTheFirstBeat) {
+  testing::TempDir dir;
+  HeartbeatWatcher watcher(dir.path(), milliseconds(0), 1, seconds(4));
+  Result<std::string> path = watcher.Arm(0, 0, kStart);
+  ASSERT_TRUE(path.ok());
+  EXPECT_EQ((watcher.Check(kStart, {{{0, 0, true}}}), watcher.NextCheck()), kStart + seconds(1));
+  std::ofstream(*path, std::ios::app) << "x";
+  EXPECT_FALSE(watcher.Check(kStart + seconds(1), {{{0, 0, true}}}));
+  EXPECT_FALSE(watcher.Check(kStart + seconds(600), {{{0, 0, true}}}));
+}
+
 }  // namespace
 }  // namespace hetrun::launcher
