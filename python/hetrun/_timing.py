@@ -1,7 +1,7 @@
 """The compute region of a step: this rank's own forward and backward, up to its last gradient
 bucket (docs/ARCHITECTURE.md §5.2). CPU: a monotonic clock, stretched by
-HETRUN_EMULATE_SLOWDOWN (§5.4; a "/sample" factor stretches only the part above the rank's
-fitted fixed per-step cost). GPU: CUDA events on the current stream, read once complete (no
+HETRUN_EMULATE_SLOWDOWN (§5.4; a "/sample" factor adds (k - 1) x the rank's fitted per-sample
+time, leaving its fixed per-step cost as it is). GPU: CUDA events on the current stream, read once complete (no
 host synchronisation)."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from hetrun import _core
 
 class CpuStepClock:
     """Measures on the host. With HETRUN_EMULATE_SLOWDOWN the region is stretched by sleeping
-    (whole-region factor W: to W times its real length; per-sample factor S: only the part above
-    the rank's fitted fixed cost, hetrun/job/compute_stretch.h), then the clock is read: the time
-    reported is measured, never computed."""
+    (whole-region factor W: to W times its real length; per-sample factor S: by (S - 1) x the
+    rank's fitted per-sample time, hetrun/job/compute_stretch.h), then the clock is read: the
+    time reported is measured, never computed."""
 
     def __init__(self, slowdown: float, per_sample: float = 1.0) -> None:
         self.stretch = _core.ComputeStretch()
@@ -49,7 +49,8 @@ class CpuStepClock:
         now = time.perf_counter()
         self._real += now - self._mark
         if self.stretch.active:
-            time.sleep(max(0.0, self.stretch.target_seconds(self._real) - (now - self._start)))
+            target = self.stretch.target_seconds(self._real, self._samples)
+            time.sleep(max(0.0, target - (now - self._start)))
             now = time.perf_counter()
         self._mark = self._end = now
         return now
@@ -154,7 +155,8 @@ class CpuIntervalClock:
         self._real += now - self._since
         if self.stretch.active:
             stretched_so_far = self._compute + (now - self._since)
-            time.sleep(max(0.0, self.stretch.target_seconds(self._real) - stretched_so_far))
+            target = self.stretch.target_seconds(self._real, self._samples)
+            time.sleep(max(0.0, target - stretched_so_far))
             now = time.perf_counter()
         self._compute += now - self._since
         self._intervals += 1

@@ -85,20 +85,24 @@ void BindJob(py::module_& m) {
       .def("per_sample_at", &EmulatedSlowdown::PerSampleAt, py::arg("step"),
            "The per-sample ('/sample') factors in force at `step`, multiplied (S).")
       .def_property_readonly("constant", &EmulatedSlowdown::constant);
-  py::class_<ComputeStretch>(m, "ComputeStretch",
-                             "How a CPU clock stretches a compute region: W x (min(t, c) + S x "
-                             "max(t - c, 0)), c fitted from the real times of past steps.")
+  py::class_<ComputeStretch>(
+      m, "ComputeStretch",
+      "How a CPU clock stretches a compute region: W x (t + (S - 1) x b x n), "
+      "b fitted from the real times of past steps.")
       .def(py::init<>())
       .def("set_factors", &ComputeStretch::SetFactors, py::arg("whole"), py::arg("per_sample"))
       .def_property_readonly("whole", &ComputeStretch::whole)
       .def_property_readonly("per_sample", &ComputeStretch::per_sample)
       .def_property_readonly("active", &ComputeStretch::active)
-      .def("target_seconds", &ComputeStretch::TargetSeconds, py::arg("real_s"),
-           "The seconds a region of `real_s` real compute so far takes stretched.")
+      .def("target_seconds", &ComputeStretch::TargetSeconds, py::arg("real_s"), py::arg("samples"),
+           "The seconds a region of `samples` samples with `real_s` real compute so far takes "
+           "stretched.")
       .def("observe", &ComputeStretch::Observe, py::arg("samples"), py::arg("real_s"),
            "Records a finished step's sample count and real (unstretched) compute seconds.")
       .def_property_readonly("fixed_seconds", &ComputeStretch::FixedSeconds,
-                             "The fitted fixed per-step cost; None before two distinct counts.");
+                             "The fitted fixed per-step cost; None before two distinct counts.")
+      .def_property_readonly("per_sample_seconds", &ComputeStretch::PerSampleSeconds,
+                             "The fitted cost of one sample; None before two distinct counts.");
   m.def(
       "emulated_slowdown_schedule",
       []() { return ValueOrThrow(EmulatedSlowdownScheduleFromEnv(Environment::FromProcess())); },

@@ -9,9 +9,13 @@ void ComputeStretch::SetFactors(double whole, double per_sample) {
   per_sample_ = std::max(per_sample, 1.0);
 }
 
-double ComputeStretch::TargetSeconds(double real_s) const {
-  const double fixed = std::min(real_s, fixed_s_.value_or(0.0));
-  return whole_ * (fixed + per_sample_ * (real_s - fixed));
+double ComputeStretch::TargetSeconds(double real_s, int64_t samples) const {
+  if (!per_sample_s_) return whole_ * per_sample_ * real_s;
+  const double per_sample_part =
+      *per_sample_s_ * static_cast<double>(std::max<int64_t>(samples, 0));
+  const double fitted = *fixed_s_ + per_sample_part;
+  const double done = fitted > 0 ? std::min(1.0, real_s / fitted) : 1.0;
+  return whole_ * (real_s + (per_sample_ - 1.0) * per_sample_part * done);
 }
 
 void ComputeStretch::Observe(int64_t samples, double real_s) {
@@ -22,11 +26,10 @@ void ComputeStretch::Observe(int64_t samples, double real_s) {
 
 void ComputeStretch::Fit() {
   const double n = static_cast<double>(history_.size());
-  double sum_x = 0, sum_y = 0, shortest = history_.front().second;
+  double sum_x = 0, sum_y = 0;
   for (const auto& [samples, seconds] : history_) {
     sum_x += static_cast<double>(samples);
     sum_y += seconds;
-    shortest = std::min(shortest, seconds);
   }
   const double mean_x = sum_x / n, mean_y = sum_y / n;
   double sxx = 0, sxy = 0;
@@ -35,9 +38,9 @@ void ComputeStretch::Fit() {
     sxx += dx * dx;
     sxy += dx * (seconds - mean_y);
   }
-  if (sxx <= 0) return;  // one distinct count: c and b x n cannot be told apart; keep the last c
-  const double intercept = mean_y - (sxy / sxx) * mean_x;
-  fixed_s_ = std::clamp(intercept, 0.0, std::max(shortest, 0.0));
+  if (sxx <= 0) return;  // one distinct count: c and b x n cannot be told apart; keep the last fit
+  per_sample_s_ = std::max(sxy / sxx, 0.0);
+  fixed_s_ = std::max(mean_y - *per_sample_s_ * mean_x, 0.0);
 }
 
 }  // namespace hetrun

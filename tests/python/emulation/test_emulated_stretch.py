@@ -37,12 +37,17 @@ def run_steps(clock, counts, intervals=1):
 
 
 def assert_follows_fixed_plus_k_times_rest(clock, steps):
-    fixed = clock.stretch.fixed_seconds
-    assert fixed is not None
+    fixed, per_sample = clock.stretch.fixed_seconds, clock.stretch.per_sample_seconds
+    assert fixed is not None and per_sample is not None
     assert FIXED_S * 0.5 < fixed < FIXED_S * 1.6, fixed
+    assert PER_SAMPLE_S * 0.5 < per_sample < PER_SAMPLE_S * 1.5, per_sample
     for n, real, stretched in steps:
-        expected = fixed + K * (real - fixed)
-        assert stretched == pytest.approx(expected, rel=0.15, abs=0.008), (n, real, stretched)
+        # c + k (t - c), where t - c is the per-sample part (the fit's b x n) ...
+        assert stretched == pytest.approx(fixed + K * (real - fixed), rel=0.15, abs=0.008), \
+            (n, real, stretched)
+        # ... the host's noise (a late wake-up) added once, not k times
+        assert stretched == pytest.approx(real + (K - 1) * per_sample * n, rel=0.1, abs=0.005), \
+            (n, real, stretched)
         assert stretched < 0.9 * K * real, (n, real, stretched)  # well short of whole-region
 
 

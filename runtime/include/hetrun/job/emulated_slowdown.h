@@ -18,7 +18,8 @@
 //                              clock tells the two apart. The suffix goes before any @stepS
 //                              ("rank1=2/sample@step30"); factors without it keep stretching the
 //                              whole region. Whole and per-sample factors in force multiply
-//                              separately: region t with fixed part c takes W x (c + S x (t - c)).
+//                              separately: a region of real time t and n samples takes
+//                              W x (t + (S - 1) x b x n), b the fitted time of one sample.
 // Every factor is finite and >= 1 (a region cannot be made faster than it is). A map with family
 // entries must match the worker's family (or have "*"); a map of rank entries only leaves the
 // family factor 1. Every clock stretches each measured compute interval to k times, never a wait.
