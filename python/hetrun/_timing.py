@@ -1,6 +1,7 @@
 """The compute region of a step: this rank's own forward and backward, up to its last gradient
 bucket (docs/ARCHITECTURE.md §5.2). CPU: a monotonic clock, stretched by
-HETRUN_EMULATE_SLOWDOWN (§5.4). GPU: CUDA events on the current stream, read once complete (no
+HETRUN_EMULATE_SLOWDOWN (§5.4; a "/sample" factor adds (k - 1) x the rank's fitted per-sample
+time, leaving its fixed per-step cost as it is). GPU: CUDA events on the current stream, read once complete (no
 host synchronisation)."""
 
 from __future__ import annotations
@@ -11,28 +12,45 @@ from typing import List, Optional, Tuple
 
 import torch
 
+from hetrun import _core
+
 
 class CpuStepClock:
-    """Measures on the host. With a slowdown k > 1 the region is stretched to k times its real
-    length by sleeping, then the clock is read: the time reported is measured, never computed."""
+    """Measures on the host. With HETRUN_EMULATE_SLOWDOWN the region is stretched by sleeping
+    (whole-region factor W: to W times its real length; per-sample factor S: by (S - 1) x the
+    rank's fitted per-sample time, hetrun/job/compute_stretch.h), then the clock is read: the
+    time reported is measured, never computed."""
 
-    def __init__(self, slowdown: float) -> None:
-        self.slowdown = slowdown
+    def __init__(self, slowdown: float, per_sample: float = 1.0) -> None:
+        self.stretch = _core.ComputeStretch()
+        self.stretch.set_factors(slowdown, per_sample)
         self._start = 0.0
         self._mark = 0.0  # end of the region so far (the start, or the last compute end)
+        self._real = 0.0  # real (unstretched) seconds of the region so far
         self._end: Optional[float] = None
         self._samples = 0
+
+    @property
+    def slowdown(self) -> float:
+        """The whole-region factor W times the per-sample factor S."""
+        return self.stretch.whole * self.stretch.per_sample
+
+    def set_factors(self, whole: float, per_sample: float) -> None:
+        self.stretch.set_factors(whole, per_sample)
 
     def start(self, samples: int) -> None:
         self._samples = samples
         self._start = self._mark = time.perf_counter()
+        self._real = 0.0
         self._end = None
 
     def mark_compute_end(self) -> float:
         """The region ends now (again, if it had ended before: several synced backwards)."""
         now = time.perf_counter()
-        if self.slowdown > 1.0:
-            time.sleep((self.slowdown - 1.0) * (now - self._mark))
+        self._real += now - self._mark
+        if self.stretch.active:
+            target = self.stretch.target_seconds(self._real, self._samples)
+            time.sleep(max(0.0, target - (now - self._start)))
             now = time.perf_counter()
         self._mark = self._end = now
         return now
@@ -45,6 +63,7 @@ class CpuStepClock:
         """Closes the step: [(samples, compute_ms)] of every completed step not yet returned."""
         if self._end is None:
             self.mark_compute_end()
+        self.stretch.observe(self._samples, self._real)
         return [(self._samples, (self._end - self._start) * 1000.0)]
 
 
@@ -88,12 +107,15 @@ class CudaStepClock:
 class CpuIntervalClock:
     """Sums compute intervals opened by resume() and closed by pause() (docs/ARCHITECTURE.md
     §5.8): under FSDP2 each interval lies between two of FSDP's hooks, so the all-gathers and
-    reduce-scatters (which block on CPU) fall between intervals. With a slowdown k > 1 each
-    interval is stretched to k times its real length by sleeping before it closes; a wait is
-    never stretched. Calls outside start()/finish() are ignored (an eval forward)."""
+    reduce-scatters (which block on CPU) fall between intervals. Under HETRUN_EMULATE_SLOWDOWN
+    each interval is stretched by sleeping before it closes, so that the step's compute so far
+    takes what the stretch gives its real compute so far (CpuStepClock); a wait is never
+    stretched. Calls outside start()/finish() are ignored (an eval forward)."""
 
-    def __init__(self, slowdown: float) -> None:
-        self.slowdown = slowdown
+    def __init__(self, slowdown: float, per_sample: float = 1.0) -> None:
+        self.stretch = _core.ComputeStretch()
+        self.stretch.set_factors(slowdown, per_sample)
+        self._real = 0.0  # real (unstretched) compute seconds of the step so far
         self._active = False
         self._since: Optional[float] = None  # start of the open interval; None while paused
         self._paused_at: Optional[float] = None  # host time the clock last paused (in a step)
@@ -107,8 +129,16 @@ class CpuIntervalClock:
         self._active = True
         self._samples = samples
         self._since = self._paused_at = None
-        self._compute = self._wait = 0.0
+        self._compute = self._wait = self._real = 0.0
         self._intervals = 0
+
+    @property
+    def slowdown(self) -> float:
+        """The whole-region factor W times the per-sample factor S."""
+        return self.stretch.whole * self.stretch.per_sample
+
+    def set_factors(self, whole: float, per_sample: float) -> None:
+        self.stretch.set_factors(whole, per_sample)
 
     def resume(self) -> None:
         if not self._active or self._since is not None:
@@ -122,8 +152,11 @@ class CpuIntervalClock:
         if self._since is None:
             return
         now = time.perf_counter()
-        if self.slowdown > 1.0:
-            time.sleep((self.slowdown - 1.0) * (now - self._since))
+        self._real += now - self._since
+        if self.stretch.active:
+            stretched_so_far = self._compute + (now - self._since)
+            target = self.stretch.target_seconds(self._real, self._samples)
+            time.sleep(max(0.0, target - stretched_so_far))
             now = time.perf_counter()
         self._compute += now - self._since
         self._intervals += 1
@@ -140,6 +173,8 @@ class CpuIntervalClock:
         self.pause()
         if self._paused_at is not None:
             self._wait += time.perf_counter() - self._paused_at
+        if self._active:
+            self.stretch.observe(self._samples, self._real)
         self._active = False
         return [(self._samples, self._compute * 1000.0)], self._wait * 1000.0
 

@@ -149,7 +149,8 @@ class Tuner:
         self._fixed = self._memory.gather_fixed(self._group, self._size, self._device)
         self._memory.largest(self._fixed)  # ValueError when not one sample fits
         self._slowdown = _core.emulated_slowdown_schedule()
-        self._engine.setup(self._device, self._slowdown.at(0), self._size, reduction)
+        self._engine.setup(self._device, self._slowdown.whole_at(0), self._size, reduction)
+        self._engine.set_slowdown(self._slowdown.whole_at(0), self._slowdown.per_sample_at(0))
         self._heartbeat = _core.Heartbeat()
         self._full_shares: Optional[List[int]] = None  # the split while a smaller step runs
         self._set_shares(list(self._loop.shares))
@@ -329,7 +330,8 @@ class Tuner:
         self._last_enter = now
         self._memory.step_started()
         if not self._slowdown.constant:
-            self._engine.set_slowdown(self._slowdown.at(self._step_index))
+            self._engine.set_slowdown(self._slowdown.whole_at(self._step_index),
+                                      self._slowdown.per_sample_at(self._step_index))
         self._engine.begin_step(self._share)
 
     def _exit(self, failed: bool) -> None:

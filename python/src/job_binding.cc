@@ -9,6 +9,7 @@
 
 #include "bindings.h"
 #include "hetrun/base/env.h"
+#include "hetrun/job/compute_stretch.h"
 #include "hetrun/job/emulated_slowdown.h"
 #include "hetrun/job/group_layout.h"
 #include "hetrun/job/heartbeat.h"
@@ -80,8 +81,30 @@ void BindJob(py::module_& m) {
       "This worker's HETRUN_EMULATE_SLOWDOWN factor (HETRUN_GPU_FAMILY picks a map's entry).");
   py::class_<EmulatedSlowdown>(m, "EmulatedSlowdown")
       .def("at", &EmulatedSlowdown::At, py::arg("step"),
-           "The factor at 0-based step `step` (steps as the tuner counts them).")
+           "The factor at 0-based step `step` (steps as the tuner counts them): W x S.")
+      .def("whole_at", &EmulatedSlowdown::WholeAt, py::arg("step"),
+           "The whole-region factors in force at `step`, multiplied (W).")
+      .def("per_sample_at", &EmulatedSlowdown::PerSampleAt, py::arg("step"),
+           "The per-sample ('/sample') factors in force at `step`, multiplied (S).")
       .def_property_readonly("constant", &EmulatedSlowdown::constant);
+  py::class_<ComputeStretch>(
+      m, "ComputeStretch",
+      "How a CPU clock stretches a compute region: W x (t + (S - 1) x b x n), "
+      "b fitted from the real times of past steps.")
+      .def(py::init<>())
+      .def("set_factors", &ComputeStretch::SetFactors, py::arg("whole"), py::arg("per_sample"))
+      .def_property_readonly("whole", &ComputeStretch::whole)
+      .def_property_readonly("per_sample", &ComputeStretch::per_sample)
+      .def_property_readonly("active", &ComputeStretch::active)
+      .def("target_seconds", &ComputeStretch::TargetSeconds, py::arg("real_s"), py::arg("samples"),
+           "The seconds a region of `samples` samples with `real_s` real compute so far takes "
+           "stretched.")
+      .def("observe", &ComputeStretch::Observe, py::arg("samples"), py::arg("real_s"),
+           "Records a finished step's sample count and real (unstretched) compute seconds.")
+      .def_property_readonly("fixed_seconds", &ComputeStretch::FixedSeconds,
+                             "The fitted fixed per-step cost; None before two distinct counts.")
+      .def_property_readonly("per_sample_seconds", &ComputeStretch::PerSampleSeconds,
+                             "The fitted cost of one sample; None before two distinct counts.");
   m.def(
       "emulated_slowdown_schedule",
       []() { return ValueOrThrow(EmulatedSlowdownScheduleFromEnv(Environment::FromProcess())); },

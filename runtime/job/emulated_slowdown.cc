@@ -23,7 +23,8 @@ Result<double> ParseFactor(std::string_view text, std::string_view whole) {
   return *factor;
 }
 
-// "K" or "K@stepS": the factor and the first step it applies to (0 without @).
+// "K", "K/sample", "K@stepS" or "K/sample@stepS": the factor, its kind and the first step it
+// applies to (0 without @).
 Result<SlowdownPhase> ParseTimedFactor(std::string_view text, std::string_view whole) {
   text = Trim(text);
   SlowdownPhase phase;
@@ -37,6 +38,18 @@ Result<SlowdownPhase> ParseTimedFactor(std::string_view text, std::string_view w
     }
     phase.from_step = *step;
     text = text.substr(0, at);
+  }
+  text = Trim(text);
+  constexpr std::string_view kPerSample = "/sample";
+  if (size_t slash = text.find('/'); slash != std::string_view::npos) {
+    if (Trim(text.substr(slash)) != kPerSample) {
+      return InvalidArgumentError("'" + std::string(whole) + "': '" +
+                                  std::string(text.substr(slash)) +
+                                  "' is not a factor suffix (the one suffix is /sample, e.g. "
+                                  "ampere=3.17/sample)");
+    }
+    phase.per_sample = true;
+    text = text.substr(0, slash);
   }
   HETRUN_ASSIGN_OR_RETURN(phase.factor, ParseFactor(text, whole));
   return phase;
@@ -66,15 +79,33 @@ Status NoFamilyEntry(std::string_view whole, std::string_view family) {
 
 }  // namespace
 
-double EmulatedSlowdown::At(int64_t step) const {
+namespace {
+
+// The product of the factors in force at `step` whose kind is `per_sample` (the family entry,
+// at most one, then every rank entry).
+double ProductAt(const std::vector<SlowdownPhase>& family, const std::vector<SlowdownPhase>& rank,
+                 int64_t step, bool per_sample) {
   double factor = 1.0;
-  for (const SlowdownPhase& p : family_) {
-    if (p.from_step <= step) factor = p.factor;
-  }
-  for (const SlowdownPhase& p : rank_) {
-    if (p.from_step <= step) factor *= p.factor;
+  for (const std::vector<SlowdownPhase>* phases : {&family, &rank}) {
+    for (const SlowdownPhase& p : *phases) {
+      if (p.from_step <= step && p.per_sample == per_sample) factor *= p.factor;
+    }
   }
   return factor;
+}
+
+}  // namespace
+
+double EmulatedSlowdown::At(int64_t step) const {
+  return WholeAt(step) * PerSampleAt(step);
+}
+
+double EmulatedSlowdown::WholeAt(int64_t step) const {
+  return ProductAt(family_, rank_, step, false);
+}
+
+double EmulatedSlowdown::PerSampleAt(int64_t step) const {
+  return ProductAt(family_, rank_, step, true);
 }
 
 bool EmulatedSlowdown::constant() const {

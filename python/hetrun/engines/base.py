@@ -36,12 +36,13 @@ class Engine:
         """([(samples, compute_ms)] of the steps whose timing completed, wait_ms of this one)."""
         raise NotImplementedError
 
-    def set_slowdown(self, factor: float) -> None:
-        """HETRUN_EMULATE_SLOWDOWN's factor from this step on (a rankN=k@stepS entry starting):
-        CPU clocks stretch each compute interval by it; GPU clocks ignore it."""
+    def set_slowdown(self, factor: float, per_sample: float = 1.0) -> None:
+        """HETRUN_EMULATE_SLOWDOWN's factors from this step on (a rankN=k@stepS entry starting):
+        CPU clocks stretch each compute region by the whole-region `factor` and its per-sample
+        part by `per_sample` (hetrun/job/compute_stretch.h); GPU clocks ignore both."""
         clock = getattr(self, "_clock", None)
         if clock is not None and not isinstance(clock, (CudaStepClock, CudaIntervalClock)):
-            clock.slowdown = factor
+            clock.set_factors(factor, per_sample)
 
     def check_step(self, step_index: int) -> None:
         """Validation that needs a step to have run (FSDP2 picks its root at the first forward)."""

@@ -109,5 +109,50 @@ TEST(EmulatedSlowdownTest, ScheduleFromEnvReadsTheGlobalRank) {
   EXPECT_DOUBLE_EQ(s->At(10), 2.0);
 }
 
+TEST(EmulatedSlowdownTest, PerSampleSuffixMarksTheFactorAndKeepsWholeFactorsApart) {
+  const char* map = "ampere=3.17/sample,hopper=1.0,rank4=2";
+  Result<EmulatedSlowdown> a100 = ParseEmulatedSlowdownSchedule(map, "ampere", 4);
+  ASSERT_TRUE(a100.ok()) << a100.status().ToString();
+  EXPECT_DOUBLE_EQ(a100->PerSampleAt(0), 3.17);
+  EXPECT_DOUBLE_EQ(a100->WholeAt(0), 2.0);
+  EXPECT_DOUBLE_EQ(a100->At(0), 6.34);  // W x S, as before for the total
+  Result<EmulatedSlowdown> h100 = ParseEmulatedSlowdownSchedule(map, "hopper", 0);
+  EXPECT_DOUBLE_EQ(h100->PerSampleAt(0), 1.0);
+  EXPECT_DOUBLE_EQ(h100->WholeAt(0), 1.0);
+  Result<EmulatedSlowdown> single = ParseEmulatedSlowdownSchedule(" 2.5 /sample ", "", -1);
+  ASSERT_TRUE(single.ok()) << single.status().ToString();
+  EXPECT_DOUBLE_EQ(single->PerSampleAt(0), 2.5);
+  EXPECT_DOUBLE_EQ(single->WholeAt(0), 1.0);
+}
+
+TEST(EmulatedSlowdownTest, FactorsWithoutTheSuffixStretchTheWholeRegionAsBefore) {
+  Result<EmulatedSlowdown> s = ParseEmulatedSlowdownSchedule("ampere=3.17,hopper=1", "ampere", 0);
+  ASSERT_TRUE(s.ok());
+  EXPECT_DOUBLE_EQ(s->WholeAt(0), 3.17);
+  EXPECT_DOUBLE_EQ(s->PerSampleAt(0), 1.0);
+}
+
+TEST(EmulatedSlowdownTest, PerSampleFactorMayStartAtAStep) {
+  Result<EmulatedSlowdown> s =
+      ParseEmulatedSlowdownSchedule("hopper=1,rank1=2/sample@step30", "hopper", 1);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(s->constant());
+  EXPECT_DOUBLE_EQ(s->PerSampleAt(29), 1.0);
+  EXPECT_DOUBLE_EQ(s->PerSampleAt(30), 2.0);
+  EXPECT_DOUBLE_EQ(s->WholeAt(30), 1.0);
+}
+
+TEST(EmulatedSlowdownTest, BadSuffixesNameThemselves) {
+  for (const char* text : {"ampere=3/samples", "ampere=3/", "ampere=3/step", "3/sample/sample",
+                           "ampere=0.5/sample", "ampere=3@step2/sample", "/sample"}) {
+    Result<EmulatedSlowdown> r = ParseEmulatedSlowdownSchedule(text, "ampere", 0);
+    EXPECT_FALSE(r.ok()) << text;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << text;
+      EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().ToString();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hetrun

@@ -12,6 +12,14 @@
 //   "rank1=2.0@step30"         any factor may start at a step: @stepS applies it from step S on
 //                              (0-based, steps as the tuner counts them: every step the training
 //                              loop runs, warm-up included); before S the entry is absent
+//   "ampere=3.17/sample"       a factor with the suffix /sample stretches the per-sample part of
+//                              the region only, not the rank's fixed per-step cost (kernel
+//                              launches, the optimizer, Python): see compute_stretch.h for how a
+//                              clock tells the two apart. The suffix goes before any @stepS
+//                              ("rank1=2/sample@step30"); factors without it keep stretching the
+//                              whole region. Whole and per-sample factors in force multiply
+//                              separately: a region of real time t and n samples takes
+//                              W x (t + (S - 1) x b x n), b the fitted time of one sample.
 // Every factor is finite and >= 1 (a region cannot be made faster than it is). A map with family
 // entries must match the worker's family (or have "*"); a map of rank entries only leaves the
 // family factor 1. Every clock stretches each measured compute interval to k times, never a wait.
@@ -29,6 +37,7 @@ namespace hetrun {
 struct SlowdownPhase {
   int64_t from_step = 0;
   double factor = 1.0;
+  bool per_sample = false;  ///< "/sample": stretches the per-sample part of the region only
 };
 
 /// One worker's factor per step.
@@ -37,6 +46,10 @@ class EmulatedSlowdown {
   /// The factor at 0-based step `step`: the family's (or the single) factor in force times every
   /// rank entry in force.
   double At(int64_t step) const;
+  /// The product of the whole-region factors in force at `step` (W).
+  double WholeAt(int64_t step) const;
+  /// The product of the per-sample ("/sample") factors in force at `step` (S); At() = W x S.
+  double PerSampleAt(int64_t step) const;
   /// True when no entry starts after step 0.
   bool constant() const;
 
