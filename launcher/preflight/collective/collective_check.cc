@@ -147,7 +147,8 @@ std::string WrongReport(const Json& result, const std::vector<WorkerSpec>& worke
     sizes[w.at("op").get<std::string>()].insert(w.at("bytes").get<int64_t>());
     add_rank(w);
   }
-  for (const auto& [op, list] : result.value("wrong_sizes", Json::object()).items()) {
+  const Json summary_sizes = result.value("wrong_sizes", Json::object());
+  for (const auto& [op, list] : summary_sizes.items()) {
     for (const Json& bytes : list) sizes[op].insert(bytes.get<int64_t>());
   }
   for (const Json& w : result.value("wrong_ranks", Json::array())) add_rank(w);
