@@ -7,15 +7,16 @@ workers use, under a key prefix of its own (hetrun/collective_check/, plus 16 he
 from HETRUN_COLLECTIVE_CHECK_KEY when the job has a secret), so the workers' first attempt finds
 no key of the check. Before joining, it checks what it can prove on this node alone: the backend
 exists in this torch, and GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME (the backend's) name an
-interface of this node; either fault is exit 78 naming it (a peer not reachable yet stays 75). It runs all-reduce (sum) and all-gather over messages from
-8 B to 8 MiB, doubling, of float32 values that are small integers (exact in any summation
-order), different per rank and per element, and compares each result with the known one bit
-for bit. The ranks then share what they found through the store (not through the collective
-under test), one record a rank (result/<rank>), so every rank, and every node's hetrun, reaches
-the same verdict. With a job secret each record is sealed like hetrun's rendezvous records
-(HMAC-SHA256 with HETRUN_COLLECTIVE_CHECK_KEY over the key and the payload); a record that does
-not verify, and any entry of a record whose fields are not what a probe writes (a rank that is
-not this record's, a size that is not the check's), is ignored with a line on stderr. When every value
+interface of this node; either fault is exit 78 naming it (a peer not reachable yet stays 75).
+It runs all-reduce (sum) and all-gather over messages from 8 B to 8 MiB, doubling, of float32
+values that are small integers (exact in any summation order), different per rank and per
+element, and compares each result with the known one bit for bit. The ranks then share what they
+found through the store (not through the collective under test), one record a rank
+(result/<rank>), so every rank, and every node's hetrun, reaches the same verdict. With a job
+secret each record is sealed like hetrun's rendezvous records (HMAC-SHA256 with
+HETRUN_COLLECTIVE_CHECK_KEY over the key and the payload); a record that does not verify, and
+any entry of a record whose fields are not what a probe writes (a rank that is not this
+record's, a size that is not the check's), is ignored with a line on stderr. When every value
 was right, it measures the bandwidth hetrun plan's links stand for: point-to-point between
 adjacent pipeline stages and all-reduce within each stage's data-parallel group (with a layout,
 HETRUN_PLAN), and all-reduce over the whole job.
@@ -327,7 +328,8 @@ def key_prefix(key: str) -> str:
     """The store prefix of the check: PREFIX, plus 16 hex digits only the key's holders know."""
     if not key:
         return PREFIX
-    return f"{PREFIX}/{hmac.new(key.encode(), b'hetrun collective check prefix', hashlib.sha256).hexdigest()[:16]}"
+    digest = hmac.new(key.encode(), b"hetrun collective check prefix", hashlib.sha256)
+    return f"{PREFIX}/{digest.hexdigest()[:16]}"
 
 
 def _mac(key: str, name: str, payload: str) -> str:

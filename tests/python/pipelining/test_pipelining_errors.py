@@ -115,8 +115,9 @@ def test_a_checkpoint_of_another_model_is_refused_naming_the_entry(world_of_one,
     other = hpp.StageModule({0: torch.nn.Linear(4, 4).double()})
     opt = torch.optim.AdamW(other.parameters(), lr=0.01)
     _restart.save(str(tmp_path / "ckpt"), other, opt, 3)
-    with pytest.raises(ValueError, match=r"checkpoint .*ckpt/step-3-[0-9a-f]{8} has no model entry "
-                                         r"'layers.1.weight': it is not a checkpoint of this model"):
+    with pytest.raises(ValueError, match=r"checkpoint .*ckpt/step-3-[0-9a-f]{8} has no model "
+                                         r"entry 'layers.1.weight': it is not a checkpoint of "
+                                         r"this model"):
         new_pipeline(layout([2], [[0]]), replan="restart", checkpoint_dir=str(tmp_path / "ckpt"))
 
 
