@@ -380,6 +380,7 @@ Result<NodeRecord> DescribeNode(PreflightResult& result, const Topology& topolog
   mine.hetrun_version = HETRUN_VERSION_STRING;
   mine.inventory_source = result.inventory.source_detail;
   mine.gpus = result.inventory.gpus;
+  mine.check_collectives = options.check_collectives;
   if (ArchCheckActive(options)) {
     HETRUN_ASSIGN_OR_RETURN(ImageScan scanned, ScanImage(options, env));
     *scan = std::move(scanned);

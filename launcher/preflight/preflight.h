@@ -45,6 +45,9 @@ struct PreflightOptions {
   /// The interpreter asked where torch is when the rendezvous plugin's torch is not in the folder
   /// it records (--python, HETRUN_PYTHON, else preflight/default_python.h).
   std::string python = "python3";
+  /// --check-collectives: sent in this node's record and compared like the job's size (a node
+  /// without it would never join the others' probes).
+  bool check_collectives = false;
   /// Polled by every wait (store connect, rendezvous): a shutdown signal's number ends it.
   InterruptFn interrupted;
   /// --dry-run: this node's checks as for a one-node job, no rendezvous (the ceiling is this

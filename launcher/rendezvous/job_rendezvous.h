@@ -160,6 +160,10 @@ class JobRendezvous {
   /// its last one; a node already declared lost is not waited for again), or until interrupted.
   void Finish(int exit_code);
 
+  /// The records' authentication, bound to node 0's nonce once Join has it (the same on every
+  /// node of the rendezvous).
+  const RecordAuth& auth() const { return auth_; }
+
  private:
   struct Peer {
     std::string last;

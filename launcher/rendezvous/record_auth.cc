@@ -64,6 +64,12 @@ std::string RecordAuth::Mac(const std::string& key, const std::string& payload) 
   return HmacHex(secret_, message);
 }
 
+std::string RecordAuth::DerivedKey(const std::string& purpose) const {
+  if (!enabled()) return "";
+  return HmacHex(secret_, "hetrun derived key v1\n" + std::to_string(job_id_.size()) + ":" +
+                              job_id_ + std::to_string(session_.size()) + ":" + session_ + purpose);
+}
+
 std::string RecordAuth::Seal(const std::string& key, const std::string& payload) const {
   if (!enabled()) return payload;
   return payload + kMacTag + Mac(key, payload);

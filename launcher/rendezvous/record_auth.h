@@ -42,6 +42,10 @@ class RecordAuth {
   /// "hetrun/" without a secret; "hetrun/<16 hex digits derived from the secret>/" with one.
   const std::string& key_prefix() const { return key_prefix_; }
 
+  /// A key for records that other processes of the job seal (the collective check's probes):
+  /// HMAC-SHA256 over the job id, the session and `purpose`, in hex; "" without a secret.
+  std::string DerivedKey(const std::string& purpose) const;
+
   /// The record to store at `key`: the payload, plus "\n#hmac-sha256:<hex>" with a secret.
   std::string Seal(const std::string& key, const std::string& payload) const;
   /// The payload of `record` read from `key`; kInvalidArgument when it is too large or, with a

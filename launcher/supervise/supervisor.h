@@ -117,8 +117,9 @@ struct SupervisorOptions {
   /// max_restarts. Any other mix of codes is an ordinary failure. Off: 82 is reported as 1.
   bool replan_restart = false;
   int max_replans = 3;
-  /// With replan_restart: the DCP checkpoint folder; the re-plan needs its `.metadata` (DCP
-  /// writes it last) once every worker exited 82. Empty: not checked.
+  /// With replan_restart: the checkpoint folder; the re-plan needs a complete checkpoint that
+  /// the attempt published in it (supervise/watchers/checkpoint_pointer.h) once every worker
+  /// exited 82. Empty: not checked.
   std::string checkpoint_dir;
   int console_out = STDOUT_FILENO;
   int console_err = STDERR_FILENO;

@@ -3,31 +3,46 @@ GPU, started by `hetrun run --check-collectives` after the rendezvous and before
 (docs/how-to/collective-check.md, docs/ARCHITECTURE.md §5.11).
 
 Every probe joins one job-wide process group (NCCL on GPUs, Gloo on CPU) at the store the
-workers use, under a key prefix of its own (hetrun/collective_check/), so the workers' first
-attempt finds no key of the check. It runs all-reduce (sum) and all-gather over messages from
-8 B to 8 MiB, doubling, of float32 values that are small integers (exact in any summation
-order), different per rank and per element, and compares each result with the known one bit
-for bit. The ranks then share what they found through the store (not through the collective
-under test), so every rank, and every node's hetrun, reaches the same verdict. When every value
+workers use, under a key prefix of its own (hetrun/collective_check/, plus 16 hex digits derived
+from HETRUN_COLLECTIVE_CHECK_KEY when the job has a secret), so the workers' first attempt finds
+no key of the check. Before joining, it checks what it can prove on this node alone: the backend
+exists in this torch, and GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME (the backend's) name an
+interface of this node; either fault is exit 78 naming it (a peer not reachable yet stays 75).
+It runs all-reduce (sum) and all-gather over messages from 8 B to 8 MiB, doubling, of float32
+values that are small integers (exact in any summation order), different per rank and per
+element, and compares each result with the known one bit for bit. The ranks then share what they
+found through the store (not through the collective under test), one record a rank
+(result/<rank>), so every rank, and every node's hetrun, reaches the same verdict. With a job
+secret each record is sealed like hetrun's rendezvous records (HMAC-SHA256 with
+HETRUN_COLLECTIVE_CHECK_KEY over the key and the payload); a record that does not verify, and
+any entry of a record whose fields are not what a probe writes (a rank that is not this
+record's, a size that is not the check's), is ignored with a line on stderr. When every value
 was right, it measures the bandwidth hetrun plan's links stand for: point-to-point between
 adjacent pipeline stages and all-reduce within each stage's data-parallel group (with a layout,
 HETRUN_PLAN), and all-reduce over the whole job.
 
 Findings go to one file per rank in HETRUN_RUN_DIR (rank_<R>.json, private, written
 atomically), progress to progress_rank_<R> before every operation (what a stalled rank was
-doing). hetrun reads them and decides the exit code; the probe exits 0 once its verdict is
-written (right or wrong values), 75 when a collective raised, 78 when it cannot run at all.
+doing). The wrong values are summarised (the first WRONG_KEPT of them, their count, every op's
+sizes, every rank), so a result grows with the job by one short entry a rank. hetrun reads them
+and decides the exit code; the probe exits 0 once its verdict is written (right or wrong
+values), 75 when a collective raised, 78 when it cannot run at all (then its result holds
+"cannot_run": the reason).
 
 HETRUN_COLLECTIVE_CHECK_FAULT is a test hook: wrong:RANK:BYTES[:OP] makes rank RANK see a wrong
 value in OP (all_reduce or all_gather; both when absent) at BYTES; stall:RANK:BYTES[:OP] makes it
-wait forever before that operation.
+wait forever before that operation; forge:RANK:BYTES[:OP] makes rank RANK publish, instead of its
+own record, an unsealed one claiming a wrong value there (what another store client could write).
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
+import hmac
 import json
 import os
+import socket
 import statistics
 import sys
 import time
@@ -38,6 +53,8 @@ OPS = ("all_reduce", "all_gather")
 BANDWIDTH_BYTES = 16 << 20  #: message of the bandwidth measurements
 BANDWIDTH_ITERATIONS = 5  #: timed iterations after one warm-up; the median counts
 PREFIX = "hetrun/collective_check"
+WRONG_KEPT = 8  #: wrong values a result keeps in full (the rest: counted, sizes and ranks kept)
+_MAC_TAG = "\n#hmac-sha256:"
 EXIT_COLLECTIVE_ERROR = 75
 EXIT_CANNOT_RUN = 78
 
@@ -72,8 +89,9 @@ def parse_fault(text: Optional[str], world_size: int) -> Optional[Tuple[str, int
         return None
     parts = text.split(":")
     bad = f"HETRUN_COLLECTIVE_CHECK_FAULT={text!r}: "
-    if len(parts) not in (3, 4) or parts[0] not in ("wrong", "stall"):
-        raise CannotRun(bad + "expected wrong:RANK:BYTES[:OP] or stall:RANK:BYTES[:OP]")
+    if len(parts) not in (3, 4) or parts[0] not in ("wrong", "stall", "forge"):
+        raise CannotRun(bad + "expected wrong:RANK:BYTES[:OP], stall:RANK:BYTES[:OP] or "
+                        "forge:RANK:BYTES[:OP]")
     try:
         rank, size = int(parts[1]), int(parts[2])
     except ValueError:
@@ -127,6 +145,7 @@ class Probe:
             raise CannotRun(f"HETRUN_RUN_DIR={self.dir!r} is not a folder")
         self.fault = parse_fault(os.environ.get("HETRUN_COLLECTIVE_CHECK_FAULT"), self.world)
         self.timeout = parse_timeout_seconds(os.environ.get("HETRUN_COLLECTIVE_CHECK_TIMEOUT"))
+        self.key = os.environ.get("HETRUN_COLLECTIVE_CHECK_KEY") or ""
         self.stages = self._stages()
 
     def _stages(self) -> List[List[int]]:
@@ -155,25 +174,69 @@ class Probe:
         write_private(self.path(f"rank_{self.rank}.json"), json.dumps(base, indent=1) + "\n")
 
 
+def _interfaces() -> List[str]:
+    return [name for _, name in socket.if_nameindex()]
+
+
+def socket_ifname_fault(variable: str, text: Optional[str], names: List[str]) -> Optional[str]:
+    """Why `variable`=`text` (GLOO_SOCKET_IFNAME: exact names, every one used; NCCL_SOCKET_IFNAME:
+    prefixes, `=` for exact names, `^` to exclude) can never work on a node with the interfaces
+    `names`; None when it can, or is unset."""
+    if not text:
+        return None
+    here = f"this node has {', '.join(names) or 'none'}"
+    if variable == "GLOO_SOCKET_IFNAME":
+        missing = [n for n in text.split(",") if n and n not in names]
+        return f"{variable}={text!r} names {', '.join(missing)}, not a network interface of " \
+               f"this node ({here})" if missing else None
+    exclude = text.startswith("^")
+    body = text[1:] if exclude else text
+    exact = body.startswith("=")
+    wanted = [w for w in (body[1:] if exact else body).split(",") if w]
+
+    def named(n: str) -> bool:
+        return any(n == w if exact else n.startswith(w) for w in wanted)
+
+    if any(named(n) != exclude for n in names):
+        return None
+    what = "excludes every" if exclude else "matches no"
+    return f"{variable}={text!r} {what} network interface of this node ({here})"
+
+
+def _check_backend(backend: str) -> None:
+    """The faults this node proves alone: a backend this torch lacks, a socket interface
+    variable of the backend naming no interface here (CannotRun: exit 78)."""
+    import torch.distributed as dist
+
+    if not dist.is_backend_available(backend):
+        raise CannotRun(f"torch {__import__('torch').__version__} has no {backend} backend")
+    variable = "NCCL_SOCKET_IFNAME" if backend == "nccl" else "GLOO_SOCKET_IFNAME"
+    fault = socket_ifname_fault(variable, os.environ.get(variable), _interfaces())
+    if fault:
+        raise CannotRun(f"the {backend} backend cannot start: {fault}")
+
+
 def _connect(probe: Probe):
     """The job-wide group: the store hetrun hosts (or rank 0's, without one) under our prefix."""
     import torch
     import torch.distributed as dist
 
     timeout = datetime.timedelta(seconds=max(2 * probe.timeout, 30.0))
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    _check_backend(backend)
     agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "False") == "True"
     store = dist.TCPStore(os.environ.get("MASTER_ADDR", "127.0.0.1"), _int_env("MASTER_PORT"),
                           probe.world, is_master=not agent and probe.rank == 0, timeout=timeout,
                           wait_for_workers=False)
-    store = dist.PrefixStore(PREFIX, store)
-    if torch.cuda.is_available():
+    store = dist.PrefixStore(key_prefix(probe.key), store)
+    if backend == "nccl":
         if probe.local_rank >= torch.cuda.device_count():
             raise CannotRun(f"local rank {probe.local_rank} has no GPU "
                             f"({torch.cuda.device_count()} visible)")
         torch.cuda.set_device(probe.local_rank)
-        backend, device = "nccl", torch.device("cuda", probe.local_rank)
+        device = torch.device("cuda", probe.local_rank)
     else:
-        backend, device = "gloo", torch.device("cpu")
+        device = torch.device("cpu")
     dist.init_process_group(backend, store=store, rank=probe.rank, world_size=probe.world,
                             timeout=timeout)
     return store, backend, device
@@ -261,18 +324,105 @@ def check_values(probe: Probe, device) -> List[Dict]:
     return found
 
 
-def exchange(store, world: int, mine: List[Dict]) -> List[Dict]:
-    """Every rank's wrong results, shared through the store (not the collective under test)."""
-    if mine:
-        k = store.add("wrong_ranks", 1) - 1
-        store.set(f"wrong/{k}", json.dumps(mine))
-    if store.add("arrived", 1) == world:
-        store.set("all_arrived", "1")
-    store.wait(["all_arrived"])
+def key_prefix(key: str) -> str:
+    """The store prefix of the check: PREFIX, plus 16 hex digits only the key's holders know."""
+    if not key:
+        return PREFIX
+    digest = hmac.new(key.encode(), b"hetrun collective check prefix", hashlib.sha256)
+    return f"{PREFIX}/{digest.hexdigest()[:16]}"
+
+
+def _mac(key: str, name: str, payload: str) -> str:
+    message = f"hetrun collective check v1\n{len(name)}:{name}{payload}"
+    return hmac.new(key.encode(), message.encode(), hashlib.sha256).hexdigest()
+
+
+def seal(key: str, name: str, payload: str) -> str:
+    """The record to store at `name`: the payload, plus its MAC with a key."""
+    return payload + _MAC_TAG + _mac(key, name, payload) if key else payload
+
+
+def unseal(key: str, name: str, record: str) -> Optional[str]:
+    """The payload of `record` read at `name`; None when, with a key, its MAC does not verify."""
+    if not key:
+        return record
+    at = record.rfind(_MAC_TAG)
+    if at < 0:
+        return None
+    payload = record[:at]
+    return payload if hmac.compare_digest(record[at + len(_MAC_TAG):], _mac(key, name, payload)) \
+        else None
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def valid_entry(w, rank: int, world: int) -> bool:
+    """Whether `w` is a wrong value as rank `rank`'s probe writes it (every field, every type)."""
+    return (isinstance(w, dict) and w.get("op") in OPS and _is_int(w.get("bytes"))
+            and w["bytes"] in SIZES and _is_int(w.get("rank")) and w["rank"] == rank
+            and _is_int(w.get("node")) and isinstance(w.get("family"), str)
+            and len(w["family"]) <= 64 and _is_int(w.get("element"))
+            and _is_int(w.get("wrong_elements"))
+            and all(isinstance(w.get(k), (int, float)) and not isinstance(w.get(k), bool)
+                    for k in ("expected", "got"))
+            and ("from_rank" not in w or (_is_int(w["from_rank"]) and 0 <= w["from_rank"] < world)))
+
+
+def publish(store, probe: Probe, mine: List[Dict]) -> None:
+    """This rank's wrong results, sealed, at result/<rank> (the forge hook: an unsealed record
+    claiming a wrong value instead, as another store client could write)."""
+    name = f"result/{probe.rank}"
+    f = probe.fault
+    if f is not None and f[0] == "forge" and f[1] == probe.rank:
+        forged = [{"op": f[3] or OPS[0], "bytes": f[2], "rank": probe.rank, "node": probe.node,
+                   "family": probe.family, "element": 0, "expected": 1.0, "got": 2.0,
+                   "wrong_elements": 1}]
+        store.set(name, json.dumps(forged))
+        return
+    store.set(name, seal(probe.key, name, json.dumps(mine)))
+
+
+def collect(store, probe: Probe) -> List[Dict]:
+    """Every rank's authentic, well-formed wrong results (waits for every rank's record)."""
     found = []
-    for k in range(store.add("wrong_ranks", 0)):
-        found.extend(json.loads(store.get(f"wrong/{k}")))
+    for r in range(probe.world):
+        name = f"result/{r}"
+        payload = unseal(probe.key, name, store.get(name).decode("utf-8", "replace"))
+        try:
+            entries = json.loads(payload) if payload is not None else None
+        except ValueError:
+            entries = None
+        if not isinstance(entries, list):
+            print(f"hetrun collective check: rank {probe.rank}: ignored the record at {name}: "
+                  + ("it fails verification (not written by a probe of this job)"
+                     if payload is None else "not a list of results"), file=sys.stderr)
+            continue
+        good = [w for w in entries[:len(OPS) * len(SIZES)] if valid_entry(w, r, probe.world)]
+        if len(good) != len(entries):
+            print(f"hetrun collective check: rank {probe.rank}: ignored {len(entries) - len(good)} "
+                  f"malformed entr(ies) of the record at {name}", file=sys.stderr)
+        found.extend(good)
     return sorted(found, key=lambda w: (w["rank"], OPS.index(w["op"]), w["bytes"]))
+
+
+def exchange(store, probe: Probe, mine: List[Dict]) -> List[Dict]:
+    """Every rank's wrong results, shared through the store (not the collective under test)."""
+    publish(store, probe, mine)
+    return collect(store, probe)
+
+
+def summarise(wrong: List[Dict]) -> Dict:
+    """The result's wrong values: the first WRONG_KEPT in full, their count, every op's sizes and
+    every rank, so that the result grows with the job by one short entry a rank."""
+    ranks: Dict[int, Dict] = {}
+    for w in wrong:
+        ranks.setdefault(w["rank"], {"rank": w["rank"], "family": w["family"], "node": w["node"]})
+    return {"wrong": wrong[:WRONG_KEPT], "wrong_total": len(wrong),
+            "wrong_sizes": {op: sorted({w["bytes"] for w in wrong if w["op"] == op})
+                            for op in OPS if any(w["op"] == op for w in wrong)},
+            "wrong_ranks": [ranks[r] for r in sorted(ranks)]}
 
 
 def _median_seconds(fn, device) -> float:
@@ -388,9 +538,9 @@ def run(probe: Probe) -> int:
     try:
         store, backend, device = _connect(probe)
         current = "the checks"
-        wrong = exchange(store, probe.world, check_values(probe, device))
+        wrong = exchange(store, probe, check_values(probe, device))
         record = {"backend": backend, "sizes": [SIZES[0], SIZES[-1]], "ops": list(OPS),
-                  "wrong": wrong}
+                  **summarise(wrong)}
         if not wrong:
             current = "the bandwidth measurements"
             bandwidth = measure_bandwidth(probe, device)
@@ -429,6 +579,7 @@ def main() -> int:
         return run(probe)
     except CannotRun as e:
         print(f"hetrun collective check cannot run: {e}", file=sys.stderr)
+        probe.result({"cannot_run": str(e)[:600]})
         return EXIT_CANNOT_RUN
 
 

@@ -115,13 +115,14 @@ class Pipeline:
     def _resume(self) -> None:
         """Restart mode: a complete checkpoint resumes (on this layout's split); a moved layout
         without one is refused rather than trained from scratch."""
-        if _restart.complete(self.checkpoint_dir):
-            self.steps = self.resumed_at = _restart.load(self.checkpoint_dir, self.module,
-                                                         self.optimizer)
+        found = _restart.latest(self.checkpoint_dir)
+        if found:
+            self.steps = self.resumed_at = _restart.load(found, self.module, self.optimizer)
         elif self.layout.revision > 0:
             raise ValueError(f"hetrun.pipelining: the layout is at revision "
                              f"{self.layout.revision} (moved), but {self.checkpoint_dir} holds "
-                             "no complete checkpoint (.metadata): not starting from scratch")
+                             f"no complete checkpoint ({_restart.POINTER} naming a sub-folder "
+                             "with .metadata): not starting from scratch")
 
     # --- the stage and its schedule -----------------------------------------------------------
     def _range(self):

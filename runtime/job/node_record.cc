@@ -109,6 +109,7 @@ std::string EncodeNodeRecord(const NodeRecord& record) {
          {"inventory_source", record.inventory_source},
          {"gpus", gpus},
          {"arch_checked", record.arch_checked},
+         {"check_collectives", record.check_collectives},
          {"arch", RowsToJson(record.arch_rows)},
          {"stage", record.stage},
          {"stage_first_layer", record.stage_first_layer},
@@ -150,6 +151,7 @@ Result<NodeRecord> DecodeNodeRecord(std::string_view text) {
       record.gpus.push_back(std::move(info).value());
     }
     record.arch_checked = j.at("arch_checked").get<bool>();
+    record.check_collectives = j.value("check_collectives", false);
     record.arch_rows = RowsFromJson(j.at("arch"));
     // Optional (older launchers of this schema send none): the pipeline stage entry.
     record.stage = j.value("stage", -1);
@@ -190,6 +192,11 @@ Status CheckSameJob(const NodeRecord& first, const NodeRecord& joining) {
   if (first.world_size != joining.world_size) {
     return mismatch("world size", std::to_string(first.world_size),
                     std::to_string(joining.world_size));
+  }
+  if (first.check_collectives != joining.check_collectives) {
+    auto on = [](bool enabled) { return std::string(enabled ? "it on" : "it off"); };
+    return mismatch("--check-collectives (a job-wide setting: every node's probes join one group)",
+                    on(first.check_collectives), on(joining.check_collectives));
   }
   if (first.hetrun_version != joining.hetrun_version) {
     return mismatch("hetrun version", first.hetrun_version, joining.hetrun_version);

@@ -12,6 +12,8 @@
 //   orphan FILE N        fork N children that ignore SIGTERM and sleep; append their pids to FILE
 //   daemon FILE N        leave N orphaned grandchildren that exit after 100 ms; append their pids
 //   pid FILE             append this process's pid to FILE
+//   checkpoint DIR       a re-plan checkpoint (docs/how-to/replan-restart.md): DIR/ckpt-<pid>/
+//                        .metadata, then DIR/hetrun-latest naming ckpt-<pid> (atomic replace)
 //   env NAME...          print NAME=VALUE (or NAME unset) for each name, one a line
 //   beat COUNT MS        beat COUNT times (hetrun::Beat), MS milliseconds apart
 //   tune WINDOWS MS      a one-rank tuner loop (hetrun::tuner::WindowLoop, windows of 2 steps)
@@ -229,6 +231,16 @@ bool Measure(int rank, int windows) {
   return true;
 }
 
+void PublishCheckpoint(const std::string& dir) {
+  const std::string name = "ckpt-" + std::to_string(getpid());
+  mkdir((dir + "/" + name).c_str(), 0755);
+  AppendLine((dir + "/" + name + "/.metadata").c_str(), "dcp");
+  if (!hetrun::WriteFileAtomically(dir + "/hetrun-latest", name + "\n", "checkpoint pointer")
+           .ok()) {
+    _exit(93);
+  }
+}
+
 int main(int argc, char** argv) {
   const char* rank_text = getenv("RANK");  // NOLINT: a test program, not hetrun
   int rank = rank_text ? atoi(rank_text) : -1;
@@ -311,10 +323,11 @@ int main(int argc, char** argv) {
         while (waitpid(middle, nullptr, 0) < 0) {
         }
       }
-    } else if (step == "pid") {
+    } else if (step == "pid" || step == "checkpoint") {
       const char* file = arg(0);
       i += 1;
-      if (mine) AppendLine(file, std::to_string(getpid()));
+      if (mine && step == "pid") AppendLine(file, std::to_string(getpid()));
+      if (mine && step == "checkpoint") PublishCheckpoint(file);
     } else if (step == "env") {
       for (; i < argc && argv[i][0] >= 'A' && argv[i][0] <= 'Z'; ++i) {
         const char* value = getenv(argv[i]);  // NOLINT

@@ -6,7 +6,7 @@
 
 #include "commands/run/run_store.h"
 #include "commands/run/worker_specs.h"
-#include "preflight/collective_check.h"
+#include "preflight/collective/collective_check.h"
 
 namespace hetrun::launcher {
 namespace {

@@ -181,6 +181,7 @@ Status ReadCollectiveCheck(const cxxopts::ParseResult& parsed, const Environment
                            RunPlan& plan) {
   CollectiveCheckOptions& check = plan.collective_check;
   check.enabled = parsed.count("check-collectives") > 0;
+  plan.preflight.check_collectives = check.enabled;
   HETRUN_ASSIGN_OR_RETURN(check.timeout,
                           Setting<milliseconds>(parsed, "check-collectives-timeout", env,
                                                 "HETRUN_COLLECTIVE_CHECK_TIMEOUT", milliseconds(0),

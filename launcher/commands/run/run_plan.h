@@ -17,7 +17,7 @@
 #include "hetrun/job/topology.h"
 #include "hetrun/pipeline/job_layout.h"
 #include "hetrun/plan/torchtitan_args.h"
-#include "preflight/collective_check.h"
+#include "preflight/collective/collective_check.h"
 #include "preflight/preflight.h"
 #include "supervise/supervisor.h"
 

@@ -9,7 +9,8 @@
 #include "commands/run/worker_specs.h"
 #include "commands/run/workers_per_gpu.h"
 #include "hetrun/base/exit_code.h"
-#include "preflight/collective_check.h"
+#include "preflight/collective/collective_check.h"
+#include "rendezvous/record_auth.h"
 #include "supervise/report/termination_log.h"
 
 namespace hetrun::launcher {
@@ -67,6 +68,12 @@ Result<std::optional<int>> CheckCollectives(const RunPlan& plan, const Preflight
   input.python = plan.preflight.python;
   input.world_size = plan.topology.world_size;
   input.writes_fragment = MembershipOf(plan.topology).member == 0;
+  if (preflight.rendezvous) {
+    input.record_key = preflight.rendezvous->auth().DerivedKey("collective check");
+  } else {
+    HETRUN_ASSIGN_OR_RETURN(JobSecretSource secret, JobSecret(env));
+    input.record_key = RecordAuth(secret.secret, plan.run_id).DerivedKey("collective check");
+  }
   HETRUN_ASSIGN_OR_RETURN(CollectiveCheckVerdict verdict, RunCollectiveCheck(input));
   if (std::optional<Status> failed = store ? store->Failure() : std::nullopt) return *failed;
   if (verdict.exit_code == kExitOk) {

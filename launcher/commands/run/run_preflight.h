@@ -21,7 +21,7 @@ namespace hetrun::launcher {
 Result<int> PreflightUnderSignals(const RunPlan& plan, const CommandContext& context,
                                   const std::vector<std::string>& command, PreflightResult* out);
 
-/// --check-collectives, right before the workers (preflight/collective_check.h): nullopt when they
+/// --check-collectives, right before the workers (preflight/collective/collective_check.h): nullopt when they
 /// may start, else the exit code (logged, in the termination log, told to the other nodes).
 Result<std::optional<int>> CheckCollectives(const RunPlan& plan, const PreflightResult& preflight,
                                             const Environment& env, const OneNodeStore* store);

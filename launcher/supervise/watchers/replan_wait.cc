@@ -1,12 +1,17 @@
 #include "supervise/watchers/replan_wait.h"
 
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
+#include "supervise/watchers/checkpoint_pointer.h"
 
 namespace hetrun::launcher {
+
+ReplanWait::ReplanWait(std::chrono::milliseconds grace_period, std::string checkpoint_dir)
+    : grace_period_(grace_period), checkpoint_dir_(std::move(checkpoint_dir)) {
+  if (!checkpoint_dir_.empty()) pointer_at_start_ = ReadCheckpointPointer(checkpoint_dir_);
+}
 
 // True for the wait: an 82, or a 0 during the wait (an ordinary failure then: a worker that
 // finished cannot resume). Any other code falls through to the ordinary failure path; so does an
@@ -54,22 +59,26 @@ void ReplanWait::OnJobReplan(const WorkerFailure& restart, WatchClock::time_poin
                FormatDuration(grace_period_));
 }
 
-// Every local worker exited 82: a re-plan by restart when the checkpoint is complete (its DCP
-// `.metadata` exists), else an ordinary failure naming the folder.
+// Every local worker exited 82: a re-plan by restart when this attempt published a complete
+// checkpoint (checkpoint_pointer.h), else an ordinary failure naming the folder and why.
 WorkerFailure ReplanWait::Finish() {
   over_ = true;
   WorkerFailure failure = first_.value_or(WorkerFailure{});
-  const std::string metadata = checkpoint_dir_ + "/.metadata";
-  struct stat info {};
-  if (!checkpoint_dir_.empty() && ::stat(metadata.c_str(), &info) != 0) {
-    failure.detail = "every local worker exited 82, but the checkpoint " + checkpoint_dir_ +
-                     " is not complete (no .metadata)";
-    spdlog::error("{}", FailureSummary(failure));
-    return failure;
+  if (!checkpoint_dir_.empty()) {
+    const std::string why = CheckpointPublishedSince(checkpoint_dir_, pointer_at_start_);
+    if (!why.empty()) {
+      failure.detail = "every local worker exited 82, but the checkpoint " + checkpoint_dir_ +
+                       " is not complete: " + why;
+      spdlog::error("{}", FailureSummary(failure));
+      return failure;
+    }
   }
   failure.replan_agreed = true;
   spdlog::info("every local worker exited with code 82 (re-plan requested){}",
-               checkpoint_dir_.empty() ? "" : ", checkpoint " + metadata + " complete");
+               checkpoint_dir_.empty()
+                   ? ""
+                   : ", checkpoint " + checkpoint_dir_ + "/" +
+                         ReadCheckpointPointer(checkpoint_dir_).value_or("") + " complete");
   return failure;
 }
 

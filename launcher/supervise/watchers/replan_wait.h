@@ -1,7 +1,9 @@
 // --replan-restart's wait (docs/how-to/replan-restart.md, docs/ARCHITECTURE.md §5.9): a worker's
 // 82, or another node's re-plan reaching this node, opens a wait of up to the grace period for
 // every local worker to exit 82; nothing is signalled meanwhile. Every local worker out with 82
-// (Finish) is the agreed re-plan when the checkpoint is complete (its DCP `.metadata` exists).
+// (Finish) is the agreed re-plan when this attempt published a complete checkpoint
+// (supervise/watchers/checkpoint_pointer.h: DIR/hetrun-latest changed since the attempt started
+// and names a sub-folder with DCP's `.metadata`).
 // A 0 during the wait, an 82 after a 0, or a worker still running at the end of the wait (Check)
 // is an ordinary failure, the others stopped; any other code takes the ordinary failure path.
 #pragma once
@@ -16,8 +18,9 @@ namespace hetrun::launcher {
 
 class ReplanWait : public Watcher {
  public:
-  ReplanWait(std::chrono::milliseconds grace_period, std::string checkpoint_dir)
-      : grace_period_(grace_period), checkpoint_dir_(std::move(checkpoint_dir)) {}
+  /// Made when the attempt starts: it reads the checkpoint pointer then, so that only a
+  /// checkpoint published later counts.
+  ReplanWait(std::chrono::milliseconds grace_period, std::string checkpoint_dir);
 
   enum class Step {
     kOrdinary,  ///< not part of a re-plan: the ordinary exit path
@@ -52,10 +55,11 @@ class ReplanWait : public Watcher {
  private:
   std::chrono::milliseconds grace_period_;
   std::string checkpoint_dir_;
-  std::optional<WorkerFailure> first_;  ///< the first 82 (or another node's re-plan)
-  std::optional<int> succeeded_rank_;   ///< a worker that exited 0 (no re-plan then)
-  WatchClock::time_point deadline_;     ///< the others' last moment to exit 82
-  bool over_ = false;                   ///< finished, broken or timed out
+  std::optional<std::string> pointer_at_start_;  ///< DIR/hetrun-latest when the attempt started
+  std::optional<WorkerFailure> first_;           ///< the first 82 (or another node's re-plan)
+  std::optional<int> succeeded_rank_;            ///< a worker that exited 0 (no re-plan then)
+  WatchClock::time_point deadline_;              ///< the others' last moment to exit 82
+  bool over_ = false;                            ///< finished, broken or timed out
 };
 
 }  // namespace hetrun::launcher

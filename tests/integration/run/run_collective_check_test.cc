@@ -24,8 +24,10 @@ constexpr const char* kFakePython = R"(#!/bin/sh
 out="$HETRUN_RUN_DIR/rank_$RANK.json"
 case "$FAKE_PROBE" in
   stall) echo "all_reduce 131072" > "$HETRUN_RUN_DIR/progress_rank_$RANK"; exec sleep 600 ;;
-  wrong) printf '{"rank": %s, "world_size": 2, "backend": "gloo", "wrong": [{"op": "all_gather", "bytes": 1048576, "rank": 1, "node": 0, "family": "hopper", "element": 7, "expected": 3, "got": 4, "wrong_elements": 2}]}' "$RANK" > "$out" ;;
+  wrong) printf '{"rank": %s, "world_size": 2, "backend": "gloo", "wrong": [{"op": "all_gather", "bytes": 1048576, "rank": 1, "node": 0, "family": "hopper", "element": 7, "expected": 3, "got": 4, "wrong_elements": 2}], "wrong_total": 3, "wrong_sizes": {"all_gather": [1048576, 2097152]}, "wrong_ranks": [{"rank": 1, "family": "hopper", "node": 0}]}' "$RANK" > "$out" ;;
   pass) printf '{"rank": %s, "world_size": 2, "backend": "gloo", "wrong": [], "bandwidth": {"bytes": 16777216, "iterations": 5, "job_all_reduce_gb_per_s": 1.5, "stages": [], "boundaries": []}, "fragment": {"measured_by": "hetrun run --check-collectives", "world_size": 2, "nodes": 1, "nvlink": 1.5}}' "$RANK" > "$out" ;;
+  badrank) printf '{"rank": %s, "world_size": 2, "backend": "gloo", "wrong": [{"op": "all_gather", "bytes": 1048576, "rank": "1", "node": 0, "family": "hopper", "element": 7, "expected": 3, "got": 4, "wrong_elements": 2}]}' "$RANK" > "$out" ;;
+  noiface) printf '{"rank": %s, "cannot_run": "the gloo backend cannot start: GLOO_SOCKET_IFNAME=%s names nosuch0, not a network interface of this node"}' "$RANK" "'nosuch0'" > "$out"; exit 78 ;;
   silent) ;;
   crash) echo "ImportError: boom in the probe" >&2; exit 3 ;;
 esac
@@ -77,8 +79,10 @@ TEST(RunCollectiveCheckTest, AWrongValueInTheFindingsIs84AndNoWorkerStarts) {
   HetrunProcess run(check.Args({}), env, check.dir.path());
   EXPECT_EQ(run.Wait(120s), 84) << run.err();
   const std::string log = check.Log();
-  EXPECT_NE(log.find("collective check: wrong values in all_gather at 1 MiB on rank 1 (hopper, "
-                     "node 0); first: all_gather 1 MiB on rank 1, element 7 expected 3 got 4"),
+  // The probe's summary: the sizes of every wrong value, not only the ones kept in full.
+  EXPECT_NE(log.find("collective check: wrong values in all_gather at 1 MiB, 2 MiB on rank 1 "
+                     "(hopper, node 0); first: all_gather 1 MiB on rank 1, element 7 expected 3 "
+                     "got 4"),
             std::string::npos)
       << log;
   EXPECT_NE(log.find("NCCL_PROTO is 'SIMPLE'"), std::string::npos) << log;
@@ -133,6 +137,32 @@ TEST(RunCollectiveCheckTest, ProbesThatLeaveNoVerdictOrFailAre78NamingTheCheck) 
       << check.Log();
   EXPECT_NE(check.Log().find("ImportError: boom in the probe"), std::string::npos) << check.Log();
   EXPECT_EQ(crash.out().find("worker-ran"), std::string::npos);
+}
+
+// A result whose wrong value names its rank as a string (a store entry another client wrote)
+// once aborted hetrun (an uncaught nlohmann type_error, SIGABRT, no termination log).
+TEST(RunCollectiveCheckTest, AResultWithAFieldOfTheWrongTypeIs78NamingTheFieldNotACrash) {
+  Check check;
+  HetrunProcess run(check.Args({}), check.Env("badrank"), check.dir.path());
+  EXPECT_EQ(run.Wait(120s), 78) << run.err();
+  const std::string log = check.Log();
+  EXPECT_NE(log.find("collective check could not run: rank 0's result file"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("has a bad field: wrong[0].rank is not an integer; exit 78"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(run.out().find("worker-ran"), std::string::npos) << run.out();
+}
+
+// A local fault the probe proved (a socket interface that does not exist here) is 78 naming it,
+// whatever other ranks' results say.
+TEST(RunCollectiveCheckTest, AProbeThatProvedALocalFaultIs78NamingIt) {
+  Check check;
+  HetrunProcess run(check.Args({}), check.Env("noiface"), check.dir.path());
+  EXPECT_EQ(run.Wait(120s), 78) << run.err();
+  const std::string log = check.Log();
+  EXPECT_NE(log.find("collective check cannot run: rank "), std::string::npos) << log;
+  EXPECT_NE(log.find("GLOO_SOCKET_IFNAME='nosuch0' names nosuch0"), std::string::npos) << log;
 }
 
 }  // namespace

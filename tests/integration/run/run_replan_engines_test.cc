@@ -53,9 +53,10 @@ std::string MovedLayout(int first, bool names = true) {
          R"(, "ranks": [1], "families": ["hopper"], "shares": [1]}]})";
 }
 
-// Attempt 0: local rank 0 replaces the layout file with MOVED, rank 0 completes the checkpoint
-// and the others wait for it (as DCP's save returns on every rank once the coordinator wrote
-// .metadata), every worker exits 82. Every attempt prints its arguments on one line.
+// Attempt 0: local rank 0 replaces the layout file with MOVED, rank 0 completes a checkpoint
+// (step-1/.metadata) and publishes it (hetrun-latest, renamed into place) and the others wait
+// for that (as hetrun.pipelining's save returns on every rank once rank 0 published it), every
+// worker exits 82. Every attempt prints its arguments on one line.
 std::string Worker(const std::string& ckpt) {
   return "a=$TORCHELASTIC_RESTART_COUNT; "
          "echo \"attempt=$a rank=$RANK megatron: $(printf '%s' \"$HETRUN_MEGATRON_ARGS\" | tr "
@@ -66,9 +67,10 @@ std::string Worker(const std::string& ckpt) {
          "if [ \"$a\" = 0 ]; then "
          "  if [ \"$LOCAL_RANK\" = 0 ]; then cp \"$MOVED\" \"$HETRUN_PLAN.new\" && "
          "    mv \"$HETRUN_PLAN.new\" \"$HETRUN_PLAN\"; fi; "
-         "  if [ \"$RANK\" = 0 ]; then : > " +
-         ckpt + "/.metadata; else until [ -e " + ckpt +
-         "/.metadata ]; do sleep 0.05; done; fi; exit 82; fi";
+         "  if [ \"$RANK\" = 0 ]; then mkdir -p " +
+         ckpt + "/step-1 && : > " + ckpt + "/step-1/.metadata && echo step-1 > " + ckpt +
+         "/.tmp && mv " + ckpt + "/.tmp " + ckpt + "/hetrun-latest; else until [ -e " + ckpt +
+         "/hetrun-latest ]; do sleep 0.05; done; fi; exit 82; fi";
 }
 
 TEST(RunReplanEnginesTest, EachAttemptGetsTheEnginesArgumentsForTheLayoutItRuns) {

@@ -1,7 +1,7 @@
 // Re-plan by supervised restart (`hetrun run --replan-restart`, docs/how-to/replan-restart.md):
 // every local worker's 82 with a complete checkpoint restarts the group on the recorded layout,
 // bounded by --max-replans and not by --max-restarts; any other mix of codes, a worker still
-// running after the grace period or a checkpoint without its .metadata is an ordinary failure;
+// running after the grace period or no checkpoint published by the attempt is an ordinary failure;
 // the checkpoint folder is checked before any worker starts.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -35,12 +35,12 @@ TEST(RunReplanTest, EveryWorkerExiting82RestartsTheGroupWithoutSpendingMaxRestar
   TempDir dir;
   const std::string ckpt = dir.path() + "/ckpt";
   ASSERT_EQ(::mkdir(ckpt.c_str(), 0700), 0);
-  // Attempt 0: every rank exits 82 after rank 0 wrote the checkpoint's .metadata (--max-restarts
-  // stays 0: a re-plan is not a restart).
+  // Attempt 0: every rank exits 82 after rank 0 published a checkpoint (--max-restarts stays 0:
+  // a re-plan is not a restart).
   HetrunProcess run(
       RunArgs(2, ReplanFlags(ckpt),
-              {"env", "TORCHELASTIC_RESTART_COUNT", "HETRUN_CHECKPOINT_DIR", "c0:pid",
-               ckpt + "/.metadata", "c0:sleep", "200", "c0:exit", "82", "out", "resumed"}),
+              {"env", "TORCHELASTIC_RESTART_COUNT", "HETRUN_CHECKPOINT_DIR", "c0:checkpoint", ckpt,
+               "c0:sleep", "200", "c0:exit", "82", "out", "resumed"}),
       HetrunEnv(dir.path()), dir.path());
   EXPECT_EQ(run.Wait(), 0) << run.err();
   const std::string out = run.out();
@@ -56,8 +56,8 @@ TEST(RunReplanTest, OneWorker82AndAnother3IsAnOrdinaryFailureExit3) {
   const std::string ckpt = dir.path() + "/ckpt";
   ASSERT_EQ(::mkdir(ckpt.c_str(), 0700), 0);
   HetrunProcess run(RunArgs(2, ReplanFlags(ckpt),
-                            {"out", "attempt", "r0:pid", ckpt + "/.metadata", "r0:exit", "82",
-                             "r1:sleep", "300", "r1:exit", "3"}),
+                            {"out", "attempt", "r0:checkpoint", ckpt, "r0:exit", "82", "r1:sleep",
+                             "300", "r1:exit", "3"}),
                     HetrunEnv(dir.path()), dir.path());
   EXPECT_EQ(run.Wait(), 3) << run.err();
   EXPECT_EQ(Count(run.out(), "attempt"), 2u) << run.out();  // no second attempt
@@ -70,7 +70,7 @@ TEST(RunReplanTest, AWorkerStillRunningAfterTheGracePeriodIsAnOrdinaryFailure) {
   ASSERT_EQ(::mkdir(ckpt.c_str(), 0700), 0);
   HetrunProcess run(
       RunArgs(2, ReplanFlags(ckpt, {"--grace-period", "1s"}),
-              {"out", "attempt", "r0:pid", ckpt + "/.metadata", "r0:exit", "82", "sleep", "60000"}),
+              {"out", "attempt", "r0:checkpoint", ckpt, "r0:exit", "82", "sleep", "60000"}),
       HetrunEnv(dir.path()), dir.path());
   EXPECT_EQ(run.Wait(), 1) << run.err();
   EXPECT_EQ(Count(run.out(), "attempt"), 2u) << run.out();
@@ -79,7 +79,7 @@ TEST(RunReplanTest, AWorkerStillRunningAfterTheGracePeriodIsAnOrdinaryFailure) {
       << log;
 }
 
-TEST(RunReplanTest, EveryWorker82WithoutTheCheckpointMetadataIsNotRestarted) {
+TEST(RunReplanTest, EveryWorker82WithoutAPublishedCheckpointIsNotRestarted) {
   TempDir dir;
   const std::string ckpt = dir.path() + "/ckpt";
   ASSERT_EQ(::mkdir(ckpt.c_str(), 0700), 0);
@@ -88,8 +88,26 @@ TEST(RunReplanTest, EveryWorker82WithoutTheCheckpointMetadataIsNotRestarted) {
   EXPECT_EQ(run.Wait(), 1) << run.err();
   EXPECT_EQ(Count(run.out(), "attempt"), 2u) << run.out();
   const std::string log = testing::ReadFile(dir.path() + "/termination-log");
-  EXPECT_NE(log.find("the checkpoint " + ckpt + " is not complete (no .metadata)"),
+  EXPECT_NE(log.find("the checkpoint " + ckpt + " is not complete: no " + ckpt +
+                     "/hetrun-latest (no checkpoint was published)"),
             std::string::npos)
+      << log;
+}
+
+// A complete checkpoint from an earlier run (the old layout's .metadata, and a published one)
+// that no worker of this run wrote: workers that exit 82 without saving are not restarted on it.
+TEST(RunReplanTest, Every82WithOnlyAStaleCheckpointIsNotRestarted) {
+  TempDir dir;
+  const std::string ckpt = dir.path() + "/ckpt";
+  dir.WriteFile("ckpt/.metadata", "two days old");
+  dir.WriteFile("ckpt/ckpt-1/.metadata", "two days old");
+  dir.WriteFile("ckpt/hetrun-latest", "ckpt-1\n");
+  HetrunProcess run(RunArgs(2, ReplanFlags(ckpt), {"out", "attempt", "exit", "82"}),
+                    HetrunEnv(dir.path()), dir.path());
+  EXPECT_EQ(run.Wait(), 1) << run.err();
+  EXPECT_EQ(Count(run.out(), "attempt"), 2u) << run.out();
+  const std::string log = testing::ReadFile(dir.path() + "/termination-log");
+  EXPECT_NE(log.find("still names 'ckpt-1', as when the attempt started"), std::string::npos)
       << log;
 }
 
@@ -98,7 +116,7 @@ TEST(RunReplanTest, ReplansAreBoundedByMaxReplans) {
   const std::string ckpt = dir.path() + "/ckpt";
   ASSERT_EQ(::mkdir(ckpt.c_str(), 0700), 0);
   HetrunProcess run(RunArgs(1, ReplanFlags(ckpt, {"--max-replans", "2", "--max-restarts", "5"}),
-                            {"out", "attempt", "pid", ckpt + "/.metadata", "exit", "82"}),
+                            {"out", "attempt", "checkpoint", ckpt, "exit", "82"}),
                     HetrunEnv(dir.path()), dir.path());
   EXPECT_EQ(run.Wait(), 1) << run.err();
   EXPECT_EQ(Count(run.out(), "attempt"), 3u) << run.out();
@@ -110,10 +128,10 @@ TEST(RunReplanTest, AWorkerThatFinishedBeforeAnother82IsAnOrdinaryFailure) {
   TempDir dir;
   const std::string ckpt = dir.path() + "/ckpt";
   ASSERT_EQ(::mkdir(ckpt.c_str(), 0700), 0);
-  HetrunProcess run(RunArgs(2, ReplanFlags(ckpt),
-                            {"out", "attempt", "r1:sleep", "500", "r1:pid", ckpt + "/.metadata",
-                             "r1:exit", "82"}),
-                    HetrunEnv(dir.path()), dir.path());
+  HetrunProcess run(
+      RunArgs(2, ReplanFlags(ckpt),
+              {"out", "attempt", "r1:sleep", "500", "r1:checkpoint", ckpt, "r1:exit", "82"}),
+      HetrunEnv(dir.path()), dir.path());
   EXPECT_EQ(run.Wait(), 1) << run.err();
   EXPECT_EQ(Count(run.out(), "attempt"), 2u) << run.out();
   const std::string log = testing::ReadFile(dir.path() + "/termination-log");

@@ -207,9 +207,9 @@ def test_dry_run_prints_the_check_and_starts_nothing(tmp_path):
     assert worker_lines(proc) == []
 
 
-def two_nodes(tmp_path, flags, **env_more):
-    """Two launchers on 127.0.0.1 (nodes 0 and 1, one rank each: H100 and A100): their exits,
-    stderr, stdout and termination logs."""
+def two_nodes(tmp_path, flags, node_flags=([], []), **env_more):
+    """Two launchers on 127.0.0.1 (nodes 0 and 1, one rank each: H100 and A100; node_flags:
+    each node's own flags besides `flags`): their exits, stderr, stdout and termination logs."""
     port = str(free_port())
     procs = []
     for node, gpu in ((0, H100), (1, A100)):
@@ -217,7 +217,7 @@ def two_nodes(tmp_path, flags, **env_more):
         env["HETRUN_TERMINATION_LOG"] = str(tmp_path / f"termination-log-{node}")
         cmd = [HETRUN, "run", "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "1",
                "--master-addr", "127.0.0.1", "--master-port", port, "--rdzv-timeout", "300s",
-               "--fake-gpus", gpu, "--python", sys.executable] + flags + [
+               "--fake-gpus", gpu, "--python", sys.executable] + flags + node_flags[node] + [
                "--", sys.executable, WORKER]
         procs.append(subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
@@ -249,4 +249,102 @@ def test_two_nodes_wrong_value_on_node_1_exits_84_on_both_naming_node_1(tmp_path
         assert code == 84, err[-6000:]
         assert "wrong values in all_gather at 128 KiB; all_reduce at 128 KiB" in log, log
         assert "rank 1 (ampere, node 1)" in log, log
+        assert "worker rank=" not in out, out
+
+
+# --- what the probe proves on its own node, and what it trusts -------------------------------
+
+def probe_module():
+    import importlib
+    return importlib.import_module("hetrun.collective_check")
+
+
+def test_a_socket_interface_that_does_not_exist_here_exits_78_naming_it(tmp_path):
+    """GLOO_SOCKET_IFNAME naming no interface of this node: every probe's init_process_group
+    fails at once, and that was 75 (Volcano restarts the job for ever); it is a configuration
+    error the probe proves on its own node: 78 naming it."""
+    env = env_for(tmp_path, GLOO_SOCKET_IFNAME="nosuch0")
+    proc = hetrun_run(tmp_path, 2, ["--check-collectives", "--check-collectives-timeout",
+                                    GENEROUS], env=env)
+    assert proc.returncode == 78, proc.stderr[-6000:]
+    log = termination_log(tmp_path)
+    assert "collective check cannot run" in log, log
+    assert "GLOO_SOCKET_IFNAME='nosuch0' names nosuch0, not a network interface of this node" \
+        in log, log
+    assert worker_lines(proc) == [], proc.stdout
+    print(f"bad interface: exit 78 after {proc.elapsed:.1f} s")
+
+
+def test_socket_interface_variables_are_read_as_the_backends_read_them():
+    fault = probe_module().socket_ifname_fault
+    names = ["lo", "eth0", "ib0"]
+    assert fault("GLOO_SOCKET_IFNAME", None, names) is None
+    assert fault("GLOO_SOCKET_IFNAME", "eth0,lo", names) is None
+    assert "names eth1" in fault("GLOO_SOCKET_IFNAME", "eth0,eth1", names)
+    assert fault("NCCL_SOCKET_IFNAME", "eth", names) is None  # a prefix
+    assert fault("NCCL_SOCKET_IFNAME", "=eth0", names) is None
+    assert "matches no" in fault("NCCL_SOCKET_IFNAME", "=eth", names)
+    assert "matches no" in fault("NCCL_SOCKET_IFNAME", "bond,enp", names)
+    assert fault("NCCL_SOCKET_IFNAME", "^lo,docker", names) is None
+    assert "excludes every" in fault("NCCL_SOCKET_IFNAME", "^lo,eth,ib", names)
+
+
+def test_with_a_job_secret_an_unsealed_forged_record_is_ignored_and_the_check_passes(tmp_path):
+    """A record another store client writes under the check's keys, claiming a wrong value: with
+    a job secret it fails verification, is ignored, and the check passes (it ended the job with
+    84 before); without a secret the store is unauthenticated and it counts (84)."""
+    flags = ["--check-collectives", "--check-collectives-timeout", GENEROUS]
+    env = env_for(tmp_path, HETRUN_COLLECTIVE_CHECK_FAULT="forge:1:131072:all_reduce",
+                  HETRUN_JOB_SECRET="s3cret-of-this-job")
+    proc = hetrun_run(tmp_path, 2, flags, env=env)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    assert "collective check passed" in proc.stderr, proc.stderr[-6000:]
+    assert "ignored the record at result/1: it fails verification" in proc.stderr, \
+        proc.stderr[-6000:]
+    env.pop("HETRUN_JOB_SECRET")
+    proc = hetrun_run(tmp_path, 2, flags, env=env)
+    assert proc.returncode == 84, proc.stderr[-6000:]
+
+
+def test_store_records_with_fields_of_the_wrong_type_are_ignored_not_a_crash():
+    """A store entry whose rank is a string (or any field of another type) once reached hetrun
+    and aborted it; the probe keeps only entries as a probe writes them."""
+    import torch.distributed as dist
+
+    cc = probe_module()
+    store = dist.HashStore()
+    good = {"op": "all_reduce", "bytes": 1024, "rank": 1, "node": 0, "family": "hopper",
+            "element": 3, "expected": 2.0, "got": 3.0, "wrong_elements": 1}
+    store.set("result/0", json.dumps([dict(good, rank="0"), dict(good, rank=0, bytes="8")]))
+    store.set("result/1", json.dumps([good, dict(good, family=["x"]), dict(good, rank=0), 5]))
+    probe = type("P", (), {"rank": 0, "world": 2, "key": ""})()
+    assert cc.collect(store, probe) == [good]
+
+
+def test_a_128_rank_job_with_one_corrupting_gpu_gets_a_bounded_summary():
+    """One corrupting GPU makes every rank see wrong values at every size: 128 x 42 entries were a
+    1.08 MB result, over what hetrun read (78 instead of 84). The summary keeps the first few,
+    the count, every size and every rank."""
+    cc = probe_module()
+    wrong = [{"op": op, "bytes": size, "rank": r, "node": r // 8, "family": "hopper",
+              "element": 12345, "expected": 1234.0, "got": 1235.0, "wrong_elements": 99,
+              "from_rank": 17}
+             for r in range(128) for op in cc.OPS for size in cc.SIZES]
+    assert len(json.dumps({"wrong": wrong}, indent=1)) > 1 << 20  # the file it was
+    summary = cc.summarise(wrong)
+    text = json.dumps(summary, indent=1)
+    assert len(text) < 256 << 10, len(text)  # within hetrun's bound for 128 ranks (384 KiB)
+    assert summary["wrong_total"] == 128 * 42 and len(summary["wrong"]) == cc.WRONG_KEPT
+    assert summary["wrong_sizes"] == {op: cc.SIZES for op in cc.OPS}
+    assert [r["rank"] for r in summary["wrong_ranks"]] == list(range(128))
+
+
+def test_check_collectives_on_node_0_only_exits_78_on_both_naming_the_difference(tmp_path):
+    """Node 0 with --check-collectives, node 1 without: node 0's probes would wait for node 1's
+    for ever (75 on every restart); the rendezvous compares it like the job's size."""
+    results = two_nodes(tmp_path, [], node_flags=(["--check-collectives"], []))
+    for code, err, out, log in results:
+        assert code == 78, err[-6000:]
+        assert "--check-collectives (a job-wide setting" in err and "has it on" in err \
+            and "has it off" in err, err[-6000:]
         assert "worker rank=" not in out, out

@@ -2,8 +2,9 @@
 (test_engine_wrappers.py): it records the command line it was started with, and in attempt 0
 plays the part of a trainer that cannot move layers live, the re-plan protocol of
 docs/how-to/replan-restart.md: it records the split --move-to with hetrun.pipeline.record_move,
-completes a checkpoint (rank 0 writes the .metadata DCP writes last; the others wait for it, as
-DCP's save returns on every rank once it exists) and exits 82. A later attempt exits 0."""
+completes a checkpoint (rank 0 writes the .metadata DCP writes last into a new sub-folder and
+publishes it in hetrun-latest; the others wait for that, as DCP's save and the publication return
+on every rank once done) and exits 82. A later attempt exits 0."""
 
 import argparse
 import json
@@ -31,11 +32,15 @@ def main():
     layout = hetrun.pipeline.load_job_layout(os.environ["HETRUN_PLAN"])
     moved = hetrun.pipeline.with_split(layout, [int(n) for n in args.move_to.split(",")])
     hetrun.pipeline.record_move(moved)
-    metadata = pathlib.Path(os.environ["HETRUN_CHECKPOINT_DIR"]) / ".metadata"
+    checkpoints = pathlib.Path(os.environ["HETRUN_CHECKPOINT_DIR"])
+    pointer = checkpoints / "hetrun-latest"
     if rank == 0:
-        metadata.write_text("complete\n")
+        (checkpoints / "step-1").mkdir(parents=True, exist_ok=True)
+        (checkpoints / "step-1" / ".metadata").write_text("complete\n")
+        (checkpoints / ".hetrun-latest.tmp").write_text("step-1\n")
+        os.replace(checkpoints / ".hetrun-latest.tmp", pointer)
     deadline = time.monotonic() + 60
-    while not metadata.exists() and time.monotonic() < deadline:
+    while not pointer.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     return 82
 

@@ -24,6 +24,12 @@ sys.path.insert(0, str(HERE.parent))
 from conftest import free_port  # noqa: E402
 
 
+def assert_published_checkpoint(directory: pathlib.Path) -> None:
+    """DIR/hetrun-latest names a sub-folder holding DCP's .metadata (docs/how-to/replan-restart.md)."""
+    name = (directory / "hetrun-latest").read_text().strip()
+    assert (directory / name / ".metadata").is_file(), sorted(p.name for p in directory.iterdir())
+
+
 def env_without_hetrun(extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("HETRUN_")}
     env.update(OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", **(extra or {}))
@@ -172,7 +178,7 @@ def test_a_bad_split_is_replanned_by_restart_from_a_checkpoint(tmp_path):
         (tmp_path / "termination.log").read_text()
     before = read_summary(tmp_path / "run.summary")
     assert before["exit"] == "82" and before["split_first"] == "6,2"
-    assert (tmp_path / "ckpt" / ".metadata").is_file()
+    assert_published_checkpoint(tmp_path / "ckpt")
     moved_to = before["replan_split"]
     assert int(moved_to.split(",")[0]) < 6, before
     second = run_pipeline(tmp_path, layout, 2, model, args, env)
@@ -218,7 +224,7 @@ def test_hetrun_replan_restart_replans_a_bad_split_by_restart_to_the_reference_l
     assert resumed["split_first"] == first["replan_split"], resumed
     assert int(resumed["first_step"]) == len(losses(first)), (first, resumed)
     assert "exit" not in attempts[-1], attempts[-1]
-    assert (tmp_path / "ckpt" / ".metadata").is_file()
+    assert_published_checkpoint(tmp_path / "ckpt")
     got = [loss for figures in attempts for loss in losses(figures)]
     assert_equal_losses(got, reference(tmp_path, model))
     # decision -> the restarted attempt's first step (checkpoint, exits, hetrun's restart,

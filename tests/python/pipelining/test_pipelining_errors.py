@@ -5,6 +5,7 @@ schedule, a batch that does not split into replicas x micro-batches, a bad repla
 process (Gloo, world size 1)."""
 
 import json
+import os
 
 import pytest
 import torch
@@ -114,8 +115,9 @@ def test_a_checkpoint_of_another_model_is_refused_naming_the_entry(world_of_one,
     other = hpp.StageModule({0: torch.nn.Linear(4, 4).double()})
     opt = torch.optim.AdamW(other.parameters(), lr=0.01)
     _restart.save(str(tmp_path / "ckpt"), other, opt, 3)
-    with pytest.raises(ValueError, match=r"checkpoint .*ckpt has no model entry "
-                                         r"'layers.1.weight': it is not a checkpoint of this model"):
+    with pytest.raises(ValueError, match=r"checkpoint .*ckpt/step-3-[0-9a-f]{8} has no model "
+                                         r"entry 'layers.1.weight': it is not a checkpoint of "
+                                         r"this model"):
         new_pipeline(layout([2], [[0]]), replan="restart", checkpoint_dir=str(tmp_path / "ckpt"))
 
 
@@ -133,3 +135,46 @@ def test_a_checkpoint_resumes_the_step_and_the_parameters(world_of_one, tmp_path
     for (name, got), (_, want) in zip(resumed.named_parameters(), pipe.named_parameters()):
         assert torch.equal(got, want), name
     assert resumed.step(x, 0.5 * x) == pipe.step(x, 0.5 * x)  # the AdamW state came back too
+
+
+def test_a_save_cut_short_leaves_the_last_complete_checkpoint_to_resume_from(world_of_one, tmp_path,
+                                                                             monkeypatch):
+    """A preemption during the second re-plan's save (DCP has written a part, not its .metadata):
+    the first checkpoint stays published and a start on the moved layout resumes from it."""
+    from hetrun import _restart
+
+    plan = layout([2], [[0]])
+    pipe = new_pipeline(plan, window=0)
+    x = torch.randn(4, 4, dtype=torch.float64)
+    for _ in range(3):
+        pipe.step(x, 0.5 * x)
+    _restart.save(str(tmp_path / "ckpt"), pipe.module, pipe.optimizer, pipe.steps)
+    pipe.step(x, 0.5 * x)
+
+    def preempted(state, checkpoint_id):
+        os.makedirs(checkpoint_id, exist_ok=True)
+        with open(os.path.join(checkpoint_id, "__0_0.distcp"), "wb") as f:
+            f.write(b"part")
+        raise KeyboardInterrupt("preempted")
+
+    monkeypatch.setattr(_restart.dcp, "save", preempted)
+    with pytest.raises(KeyboardInterrupt):
+        _restart.save(str(tmp_path / "ckpt"), pipe.module, pipe.optimizer, pipe.steps)
+    monkeypatch.undo()
+    plan.revision = 1  # the first re-plan's move was recorded
+    resumed = new_pipeline(plan, replan="restart", checkpoint_dir=str(tmp_path / "ckpt"))
+    assert resumed.steps == resumed.resumed_at == 3
+
+
+def test_only_the_published_checkpoint_is_kept(world_of_one, tmp_path):
+    from hetrun import _restart
+
+    pipe = new_pipeline(layout([2], [[0]]), window=0)
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "notes.txt").write_text("the user's")
+    for step in (1, 2, 3):
+        _restart.save(str(tmp_path / "ckpt"), pipe.module, pipe.optimizer, step)
+    names = sorted(p.name for p in (tmp_path / "ckpt").iterdir())
+    published = (tmp_path / "ckpt" / "hetrun-latest").read_text().strip()
+    assert published.startswith("step-3-"), published
+    assert names == sorted(["hetrun-latest", "notes.txt", published]), names

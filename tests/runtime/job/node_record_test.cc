@@ -127,6 +127,25 @@ TEST(NodeRecordTest, VersionMismatchesAreConfigurationErrors) {
   EXPECT_TRUE(CheckSameJob(Record(0), other).ok());
 }
 
+// --check-collectives on node 0 only: node 0's probes would wait for node 1's for ever (75 on
+// every restart); the rendezvous compares it like the job's size (78 naming both nodes).
+TEST(NodeRecordTest, CheckCollectivesOnSomeNodesOnlyIsAConfigurationErrorNamingBoth) {
+  std::vector<NodeRecord> records = {Record(0), Record(1), Record(2)};
+  records[0].check_collectives = true;
+  Status s = ValidateJob(records);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--check-collectives (a job-wide setting: every node's probes join "
+                             "one group) differs between nodes: node 0 (host-0) has it on, node 1 "
+                             "(host-1) has it off"),
+            std::string::npos)
+      << s.message();
+  for (NodeRecord& r : records) r.check_collectives = true;
+  EXPECT_TRUE(ValidateJob(records).ok());
+  auto back = DecodeNodeRecord(EncodeNodeRecord(records[1]));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->check_collectives);
+}
+
 TEST(NodeRecordTest, LocalWorkersMustAddUpToTheWorldSize) {
   std::vector<NodeRecord> records = {Record(0), Record(1), Record(2)};
   records[1].local_world_size = 1;

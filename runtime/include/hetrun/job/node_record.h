@@ -35,7 +35,9 @@ struct NodeRecord {
   std::string nccl_version;  ///< "2.28.9"; "" when unknown (then not compared)
   std::string inventory_source;
   std::vector<GpuInfo> gpus;
-  bool arch_checked = false;       ///< this node checks its image's kernels
+  bool arch_checked = false;  ///< this node checks its image's kernels
+  /// --check-collectives: a job-wide setting (every node's probes join one group), compared.
+  bool check_collectives = false;
   std::vector<ArchRow> arch_rows;  ///< its verdicts for its own GPUs' capabilities
   // Pipeline (hetrun/pipeline/node_layout.h): this pod's stage entry, -1 when it has none.
   int stage = -1;                 ///< HETRUN_STAGE (the pod's entry)

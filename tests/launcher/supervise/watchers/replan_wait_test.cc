@@ -22,10 +22,13 @@ WorkerFailure Exit(int rank, int code) {
   return failure;
 }
 
-TEST(ReplanWaitTest, Every82WithACompleteCheckpointIsAnAgreedReplan) {
+TEST(ReplanWaitTest, Every82WithACheckpointPublishedThisAttemptIsAnAgreedReplan) {
   testing::TempDir dir;
-  dir.WriteFile(".metadata", "dcp");
-  ReplanWait wait(seconds(30), dir.path());
+  dir.WriteFile("step-4-aa/.metadata", "dcp");
+  dir.WriteFile("hetrun-latest", "step-4-aa\n");
+  ReplanWait wait(seconds(30), dir.path());  // the attempt starts on step-4-aa
+  dir.WriteFile("step-8-bb/.metadata", "dcp");
+  dir.WriteFile("hetrun-latest", "step-8-bb\n");  // its workers publish step-8-bb
   EXPECT_FALSE(wait.open());
   EXPECT_EQ(wait.OnWorkerExit(Exit(0, 82), kStart).step, ReplanWait::Step::kOpened);
   EXPECT_TRUE(wait.open());
@@ -37,14 +40,57 @@ TEST(ReplanWaitTest, Every82WithACompleteCheckpointIsAnAgreedReplan) {
   EXPECT_FALSE(wait.NextCheck());
 }
 
-TEST(ReplanWaitTest, AnIncompleteCheckpointIsAnOrdinaryFailureNamingTheFolder) {
+TEST(ReplanWaitTest, NoPublishedCheckpointIsAnOrdinaryFailureNamingTheFolder) {
   testing::TempDir dir;
   ReplanWait wait(seconds(30), dir.path());
   wait.OnWorkerExit(Exit(0, 82), kStart);
   WorkerFailure failure = wait.Finish();
   EXPECT_FALSE(failure.replan_agreed);
   EXPECT_EQ(failure.detail, "every local worker exited 82, but the checkpoint " + dir.path() +
-                                " is not complete (no .metadata)");
+                                " is not complete: no " + dir.path() +
+                                "/hetrun-latest (no checkpoint was published)");
+}
+
+// A complete checkpoint from an earlier run (days old) that no worker of this attempt wrote:
+// workers that exit 82 without saving are not restarted on it.
+TEST(ReplanWaitTest, ACheckpointLeftFromBeforeTheAttemptDoesNotCount) {
+  testing::TempDir dir;
+  dir.WriteFile(".metadata", "dcp");  // the old layout's file, too
+  dir.WriteFile("step-4-aa/.metadata", "dcp");
+  dir.WriteFile("hetrun-latest", "step-4-aa\n");
+  ReplanWait wait(seconds(30), dir.path());
+  wait.OnWorkerExit(Exit(0, 82), kStart);
+  WorkerFailure failure = wait.Finish();
+  EXPECT_FALSE(failure.replan_agreed);
+  EXPECT_NE(failure.detail.find("still names 'step-4-aa', as when the attempt started"),
+            std::string::npos)
+      << failure.detail;
+}
+
+// A save cut short: the pointer names a folder whose DCP .metadata was never written.
+TEST(ReplanWaitTest, APointerToAFolderWithoutMetadataIsNotComplete) {
+  testing::TempDir dir;
+  ReplanWait wait(seconds(30), dir.path());
+  dir.WriteFile("step-8-bb/__0_0.distcp", "part");
+  dir.WriteFile("hetrun-latest", "step-8-bb\n");
+  wait.OnWorkerExit(Exit(0, 82), kStart);
+  WorkerFailure failure = wait.Finish();
+  EXPECT_FALSE(failure.replan_agreed);
+  EXPECT_NE(failure.detail.find("names 'step-8-bb', which is not complete (no " + dir.path() +
+                                "/step-8-bb/.metadata)"),
+            std::string::npos)
+      << failure.detail;
+}
+
+TEST(ReplanWaitTest, APointerOutsideTheFolderIsNotComplete) {
+  testing::TempDir dir;
+  ReplanWait wait(seconds(30), dir.path());
+  dir.WriteFile("hetrun-latest", "../elsewhere\n");
+  wait.OnWorkerExit(Exit(0, 82), kStart);
+  WorkerFailure failure = wait.Finish();
+  EXPECT_FALSE(failure.replan_agreed);
+  EXPECT_NE(failure.detail.find("names '../elsewhere', not a sub-folder of"), std::string::npos)
+      << failure.detail;
 }
 
 TEST(ReplanWaitTest, WithoutACheckpointFolderEvery82Agrees) {

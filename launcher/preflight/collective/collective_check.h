@@ -4,7 +4,9 @@
 // and environment) joins a job-wide process group and checks all-reduce and all-gather from 8 B
 // to 8 MiB bit for bit, then measures the links. The probes run under the supervisor with a
 // deadline; their findings are files in the run folder, read here into one verdict: 0, 84 (a
-// wrong value), 75 (a timeout, or a collective that raised), 78 (the probe could not run).
+// wrong value), 75 (a timeout, or a collective that raised), 78 (the probe could not run, or
+// proved a local fault such as a socket interface that does not exist; or a result file that
+// is unusable: preflight/collective/collective_result.h).
 #pragma once
 
 #include <chrono>
@@ -33,6 +35,9 @@ struct CollectiveCheckInput {
   std::string python;               ///< the workers' interpreter
   int world_size = 1;
   bool writes_fragment = false;  ///< the job's member 0: writes --check-collectives-out
+  /// With a job secret: the key the probes seal their store records with and derive their key
+  /// prefix from (HETRUN_COLLECTIVE_CHECK_KEY, RecordAuth::DerivedKey); "" without one.
+  std::string record_key;
 };
 
 struct CollectiveCheckVerdict {

@@ -1,4 +1,4 @@
-#include "preflight/collective_check.h"
+#include "preflight/collective/collective_check.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
@@ -15,6 +15,7 @@
 #include "hetrun/base/exit_code.h"
 #include "hetrun/base/units.h"
 #include "hetrun/plan/links_fragment.h"
+#include "preflight/collective/collective_result.h"
 #include "supervise/report/failure_report.h"
 
 namespace hetrun::launcher {
@@ -23,19 +24,21 @@ namespace {
 using std::chrono::milliseconds;
 using Json = nlohmann::json;
 
-constexpr size_t kMaxResultBytes = 1 << 20;
+constexpr size_t kMaxProgressBytes = 4096;
 
 /// What one local probe left in the run folder.
 struct RankFindings {
   int rank = 0;
   std::string family;          ///< HETRUN_GPU_FAMILY of the probe ("unknown" when unset)
   std::string node;            ///< GROUP_RANK
-  std::optional<Json> result;  ///< rank_<R>.json, when it parses
+  std::optional<Json> result;  ///< rank_<R>.json, when it parses and every field checks
+  std::string invalid;         ///< why rank_<R>.json is unusable (over the bound, a bad field)
   std::string progress;        ///< progress_rank_<R>: the operation it was at ("all_reduce 131072")
 };
 
-/// A small file of the run folder, never through a symbolic link; "" when absent or unreadable.
-std::string ReadRunFile(const std::string& path) {
+/// A small file of the run folder, never through a symbolic link, at most `limit` + 1 bytes (so
+/// that a longer one shows); "" when absent or unreadable.
+std::string ReadRunFile(const std::string& path, size_t limit) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return "";
   struct stat info {};
@@ -43,9 +46,10 @@ std::string ReadRunFile(const std::string& path) {
   if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) {
     char buffer[65536];
     ssize_t n;
-    while (text.size() < kMaxResultBytes && (n = ::read(fd, buffer, sizeof buffer)) > 0) {
+    while (text.size() <= limit && (n = ::read(fd, buffer, sizeof buffer)) > 0) {
       text.append(buffer, static_cast<size_t>(n));
     }
+    if (text.size() > limit + 1) text.resize(limit + 1);
   }
   ::close(fd);
   return text;
@@ -56,8 +60,30 @@ std::string EnvOr(const WorkerSpec& spec, const std::string& name, const std::st
   return it == spec.env.end() || it->second.empty() ? fallback : it->second;
 }
 
+/// rank_<R>.json into `f`: its result when it parses and every field checks, else why not.
+void ReadResult(RankFindings& f, const std::string& path, int world_size) {
+  const size_t limit = CollectiveResultLimit(world_size);
+  const std::string text = ReadRunFile(path, limit);
+  if (text.empty()) return;
+  if (text.size() > limit) {
+    f.invalid =
+        fmt::format("is larger than the {} bytes a probe writes for {} ranks", limit, world_size);
+    return;
+  }
+  Json parsed = Json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) {
+    f.invalid = "is not JSON";
+    return;
+  }
+  if (Status checked = CheckCollectiveResult(parsed, world_size); !checked.ok()) {
+    f.invalid = "has a bad field: " + checked.message();
+    return;
+  }
+  f.result = std::move(parsed);
+}
+
 std::vector<RankFindings> ReadFindings(const std::vector<WorkerSpec>& workers,
-                                       const std::string& dir) {
+                                       const std::string& dir, int world_size) {
   std::vector<RankFindings> found;
   for (const WorkerSpec& spec : workers) {
     RankFindings f;
@@ -65,10 +91,8 @@ std::vector<RankFindings> ReadFindings(const std::vector<WorkerSpec>& workers,
     f.family = EnvOr(spec, "HETRUN_GPU_FAMILY", "unknown");
     f.node = EnvOr(spec, "GROUP_RANK", "0");
     const std::string r = std::to_string(spec.rank);
-    std::string text = ReadRunFile(dir + "/rank_" + r + ".json");
-    Json parsed = Json::parse(text, nullptr, false);
-    if (!text.empty() && !parsed.is_discarded() && parsed.is_object()) f.result = parsed;
-    f.progress = ReadRunFile(dir + "/progress_rank_" + r);
+    ReadResult(f, dir + "/rank_" + r + ".json", world_size);
+    f.progress = ReadRunFile(dir + "/progress_rank_" + r, kMaxProgressBytes);
     while (!f.progress.empty() && (f.progress.back() == '\n' || f.progress.back() == ' ')) {
       f.progress.pop_back();
     }
@@ -109,15 +133,25 @@ std::string NcclProtoHint(const std::vector<WorkerSpec>& workers) {
          "SIMPLE across GPU generations, and compare the nodes' NCCL versions)";
 }
 
-/// The job-wide wrong results (every probe has the same list): sizes per op, then the ranks.
-std::string WrongReport(const Json& wrong, const std::vector<WorkerSpec>& workers) {
+/// The job-wide wrong results (every probe has the same summary, checked by
+/// CheckCollectiveResult): sizes per op, then the ranks, then the first wrong value.
+std::string WrongReport(const Json& result, const std::vector<WorkerSpec>& workers) {
+  const Json& wrong = result.at("wrong");
   std::map<std::string, std::set<int64_t>> sizes;  // op -> bytes
   std::map<int, std::string> ranks;                // rank -> "(family, node N)"
-  for (const Json& w : wrong) {
-    sizes[w.value("op", "?")].insert(w.value("bytes", int64_t{0}));
+  auto add_rank = [&ranks](const Json& w) {
     ranks[w.value("rank", -1)] = "(" + w.value("family", std::string("unknown")) + ", node " +
                                  std::to_string(w.value("node", -1)) + ")";
+  };
+  for (const Json& w : wrong) {
+    sizes[w.at("op").get<std::string>()].insert(w.at("bytes").get<int64_t>());
+    add_rank(w);
   }
+  const Json summary_sizes = result.value("wrong_sizes", Json::object());
+  for (const auto& [op, list] : summary_sizes.items()) {
+    for (const Json& bytes : list) sizes[op].insert(bytes.get<int64_t>());
+  }
+  for (const Json& w : result.value("wrong_ranks", Json::array())) add_rank(w);
   std::string text = "collective check: wrong values in ";
   bool first = true;
   for (const auto& [op, bytes] : sizes) {
@@ -174,6 +208,14 @@ std::string LastLines(const std::vector<std::string>& tail, size_t lines) {
 CollectiveCheckVerdict ProbeFailure(const WorkerFailure& failure,
                                     const std::vector<RankFindings>& found,
                                     const std::vector<WorkerSpec>& workers) {
+  for (const RankFindings& f : found) {  // a local fault the probe proved: 78 naming it
+    if (f.result && f.result->contains("cannot_run")) {
+      return {kExitConfig,
+              fmt::format("collective check cannot run: rank {} ({}, node {}): {}; exit 78", f.rank,
+                          f.family, f.node, f.result->at("cannot_run").get<std::string>()),
+              ""};
+    }
+  }
   for (const RankFindings& f : found) {
     if (f.result && f.result->contains("error")) {
       return {kExitTransient,
@@ -267,6 +309,13 @@ CollectiveCheckVerdict Decide(const SupervisorOutcome& outcome,
     return ProbeFailure(failure, found, input.workers);
   }
   for (const RankFindings& f : found) {
+    if (!f.invalid.empty()) {
+      return {kExitConfig,
+              fmt::format("collective check could not run: rank {}'s result file {}/rank_{}.json "
+                          "{}; exit 78",
+                          f.rank, dir, f.rank, f.invalid),
+              ""};
+    }
     if (!f.result) {
       return {kExitConfig,
               fmt::format("collective check could not run: rank {} exited 0 without its result "
@@ -275,9 +324,7 @@ CollectiveCheckVerdict Decide(const SupervisorOutcome& outcome,
               ""};
     }
     const Json wrong = f.result->value("wrong", Json::array());
-    if (wrong.is_array() && !wrong.empty()) {
-      return {kExitCollectiveWrong, WrongReport(wrong, input.workers), ""};
-    }
+    if (!wrong.empty()) return {kExitCollectiveWrong, WrongReport(*f.result, input.workers), ""};
   }
   return Passed(found.front(), input, dir, took);
 }
@@ -309,6 +356,7 @@ Result<CollectiveCheckVerdict> RunCollectiveCheck(const CollectiveCheckInput& in
   std::vector<WorkerSpec> workers = input.workers;
   for (WorkerSpec& spec : workers) {
     spec.env["HETRUN_COLLECTIVE_CHECK_TIMEOUT"] = std::to_string(deadline.count()) + "ms";
+    if (!input.record_key.empty()) spec.env["HETRUN_COLLECTIVE_CHECK_KEY"] = input.record_key;
   }
   spdlog::info("collective check: {} probe(s) of {} ranks, deadline {}", workers.size(),
                input.world_size, Seconds(deadline));
@@ -317,7 +365,15 @@ Result<CollectiveCheckVerdict> RunCollectiveCheck(const CollectiveCheckInput& in
                           Supervise(probe, [&workers](int, bool) { return workers; }));
   const auto took =
       std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
-  return Decide(outcome, ReadFindings(input.workers, dir), input, dir, deadline, took);
+  try {
+    return Decide(outcome, ReadFindings(input.workers, dir, input.world_size), input, dir, deadline,
+                  took);
+  } catch (const nlohmann::json::exception& e) {  // every field was checked: never expected
+    return CollectiveCheckVerdict{
+        kExitConfig,
+        std::string("collective check could not run: a result file: ") + e.what() + "; exit 78",
+        ""};
+  }
 }
 
 std::string CollectiveCheckPlanText(const CollectiveCheckInput& input) {
