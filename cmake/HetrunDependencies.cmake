@@ -22,6 +22,12 @@ if(HETRUN_WHEEL OR HETRUN_STATIC_DEPS)
   get_target_property(_fmt_inc fmt::fmt-header-only INTERFACE_INCLUDE_DIRECTORIES)
   target_include_directories(hetrun_logging_deps SYSTEM INTERFACE ${_spdlog_inc} ${_fmt_inc})
   target_compile_definitions(hetrun_logging_deps INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY=1)
+  if(HETRUN_WHEEL)
+    # spdlog's implementation compiled once (runtime/logging/spdlog_compiled.cc, in the core)
+    # instead of in every file that logs: half of `pip install .`'s compile time. Not in the
+    # image, whose torch wing links the shared spdlog (one registry per process).
+    target_compile_definitions(hetrun_logging_deps INTERFACE SPDLOG_COMPILED_LIB)
+  endif()
   target_link_libraries(hetrun_logging_deps INTERFACE Threads::Threads)
 else()
   target_link_libraries(hetrun_logging_deps INTERFACE spdlog::spdlog fmt::fmt)
