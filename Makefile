@@ -4,7 +4,8 @@
 #   make bench   release build + benchmarks (figures, never assertions)
 #   make fuzz    libFuzzer targets (clang), FUZZ_SECONDS each
 #   make docs    the documentation site (MkDocs, strict) into build-docs/
-#   make docs-update  regenerate docs/'s generated regions from the built binary and package
+#   make docs-update  regenerate docs/'s generated regions from the built binary and package,
+#                and its figures from real runs (scripts/docs/figures.py, about 10 minutes)
 #   make wheel   the Python wheel into dist/: import hetrun, bin/hetrun and the rendezvous plugin,
 #                built without isolation against .venv's torch (docs/how-to/install.md)
 #   make image   the training image (docker/Dockerfile) with podman (or docker): localhost/
@@ -58,6 +59,7 @@ docs: setup
 
 docs-update: build
 	.venv/bin/python scripts/docs/reference.py update build/bin/hetrun .venv/bin/python
+	.venv/bin/python scripts/docs/figures.py update build build/figure-runs docs/assets/figures
 
 image: setup
 	scripts/image
