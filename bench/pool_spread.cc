@@ -12,46 +12,12 @@
 
 #include "hetrun/tuner/random.h"
 #include "hetrun/tuner/simulator.h"
+#include "spread_scenario.h"
 
 namespace {
 
 using hetrun::tuner::ControllerOptions;
 using hetrun::tuner::Scenario;
-using hetrun::tuner::ScenarioRank;
-using hetrun::tuner::ScenarioStage;
-
-ScenarioRank Card(const char* family, const char* model, double fixed, double per_sample) {
-  ScenarioRank rank;
-  rank.family = family;
-  rank.model = model;
-  rank.ms_fixed = fixed;
-  rank.ms_per_sample = per_sample;
-  return rank;
-}
-
-Scenario Spread(int64_t ranks, double spread, uint64_t seed) {
-  Scenario s;
-  s.global_batch = 128 * ranks;
-  s.window = 10;
-  s.iterations = 200;
-  s.noise = 0.05;
-  s.seed = seed;
-  ScenarioStage stage;
-  stage.name = "dp";
-  hetrun::tuner::Random cards(seed * 7919 + 17);
-  for (int64_t r = 0; r < ranks; ++r) {
-    ScenarioRank rank = r < ranks / 2       ? Card("ampere", "a100-sxm4-80gb", 15, 1.0)
-                        : r < 3 * ranks / 4 ? Card("hopper", "h100-sxm5", 12, 0.4)
-                                            : Card("ada", "l40s", 14, 0.85);
-    const double k = std::exp(spread * cards.Normal());
-    rank.ms_fixed *= k;
-    rank.ms_per_sample *= k;
-    rank.max_samples = s.global_batch;
-    stage.ranks.push_back(rank);
-  }
-  s.stages.push_back(stage);
-  return s;
-}
 
 double SteadyRatio(const Scenario& s, bool pool) {
   ControllerOptions options;
@@ -76,7 +42,7 @@ int main(int argc, char** argv) {
   for (double spread : {0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2}) {
     double pooled = 0, own = 0;
     for (uint64_t seed = 1; seed <= seeds; ++seed) {
-      const Scenario s = Spread(ranks, spread, seed);
+      const Scenario s = hetrun::testing::SpreadScenario(ranks, spread, seed);
       pooled += SteadyRatio(s, true);
       own += SteadyRatio(s, false);
     }

@@ -10,48 +10,18 @@
 
 #include "hetrun/tuner/random.h"
 #include "hetrun/tuner/simulator.h"
+#include "spread_scenario.h"
 
 namespace hetrun::tuner {
 namespace {
-
-ScenarioRank Card(const char* family, const char* model, double fixed, double per_sample) {
-  ScenarioRank rank;
-  rank.family = family;
-  rank.model = model;
-  rank.ms_fixed = fixed;
-  rank.ms_per_sample = per_sample;
-  return rank;
-}
-
-Scenario Spread(int64_t ranks, double spread, uint64_t seed) {
-  Scenario s;
-  s.global_batch = 128 * ranks;
-  s.window = 10;
-  s.iterations = 200;
-  s.noise = 0.05;
-  s.seed = seed;
-  ScenarioStage stage;
-  Random cards(seed * 7919 + 17);
-  for (int64_t r = 0; r < ranks; ++r) {
-    ScenarioRank rank = r < ranks / 2       ? Card("ampere", "a100-sxm4-80gb", 15, 1.0)
-                        : r < 3 * ranks / 4 ? Card("hopper", "h100-sxm5", 12, 0.4)
-                                            : Card("ada", "l40s", 14, 0.85);
-    const double k = std::exp(spread * cards.Normal());
-    rank.ms_fixed *= k;
-    rank.ms_per_sample *= k;
-    rank.max_samples = s.global_batch;
-    stage.ranks.push_back(rank);
-  }
-  s.stages.push_back(stage);
-  return s;
-}
 
 double MeanSteadyRatio(double spread, bool pool) {
   ControllerOptions options;
   options.family_pool.enabled = pool;
   double sum = 0;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
-    Result<SimulationResult> r = Simulate(Spread(96, spread, seed), options);
+    Result<SimulationResult> r =
+        Simulate(hetrun::testing::SpreadScenario(96, spread, seed), options);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     sum += r.ok() ? r->hetrun.steady_ratio : 0;
   }
