@@ -159,7 +159,10 @@ TEST(RendezvousIntegrationTest, DifferentJobSecretsAre78AtTheRdzvTimeoutNamingTh
 }
 
 // The incarnation (HETRUN_INCARNATION, from the pod's volcano.sh/job-version) is part of what
-// the records are bound to: a launcher of another incarnation is never believed.
+// the records are bound to: a launcher of another incarnation is never believed, and with the
+// same secret it is a stale peer (a pod of the earlier incarnation still terminating, issue 39
+// item 8): both wait for their own incarnation's peer and exit 75 (transient) at the rendezvous
+// timeout, never 78 (TerminateJob for an overlap that a restart resolves).
 TEST(RendezvousIntegrationTest, LaunchersOfDifferentIncarnationsDoNotMeet) {
   REQUIRE_RENDEZVOUS();
   Node zero(0, kA100), one(1, kH100);
@@ -168,8 +171,10 @@ TEST(RendezvousIntegrationTest, LaunchersOfDifferentIncarnationsDoNotMeet) {
   one.extra_env["HETRUN_INCARNATION"] = "3";
   auto results = RunJob({zero, one}, 2, {"--rdzv-timeout", "2s"});
   for (const ProcessResult& r : results) {
-    EXPECT_EQ(r.exit_code, 78) << r.err;
-    EXPECT_NE(r.err.find("run id 'none incarnation "), std::string::npos) << r.err;
+    EXPECT_EQ(r.exit_code, 75) << r.err;
+    EXPECT_NE(r.err.find("answered for another incarnation of this job"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("a stale peer"), std::string::npos) << r.err;
   }
 }
 
