@@ -9,6 +9,12 @@
 #   image_checks.sh kernels-carry-sm80-sm90-ptx
 #                                             hetrun inspect in the image: kernels/ has sm_80 and
 #                                             sm_90 SASS and compute_90 PTX (PyPI's nvcc here)
+#   image_checks.sh deepspeed-ops-prebuilt-runtime-compiles-nothing
+#                                             DeepSpeed's fused_adam and cpu_adam load prebuilt in
+#                                             the runtime stage (no compiler there; an op left out
+#                                             fails to build, nothing lands in the extensions
+#                                             folder); cpu_adam steps like torch's Adam; fused_adam
+#                                             carries sm_80 and sm_90
 #   image_checks.sh worker-runs-with-the-venv-python
 #                                             a worker script mounted at run time runs under
 #                                             hetrun --standalone with /opt/venv's python and torch
@@ -81,9 +87,71 @@ PY
         "$work/out" || fail "rank $rank did not run with /opt/venv's python and torch 2.11.0"
     done
     ;;
+  deepspeed-ops-prebuilt-runtime-compiles-nothing)
+    need_image
+    # DS_ACCELERATOR=cuda: the accelerator the ops were built for (no GPU here: DeepSpeed would
+    # pick its CPU accelerator). An empty TORCH_EXTENSIONS_DIR must stay empty.
+    "$podman" run --rm -i -e DS_ACCELERATOR=cuda -e TORCH_EXTENSIONS_DIR=/tmp/ext \
+      --entrypoint /opt/venv/bin/python "$image" - >"$work/out" 2>&1 <<'PY'
+import glob, os, shutil
+import torch
+import deepspeed
+from deepspeed.git_version_info import accelerator_name, installed_ops
+from deepspeed.ops.op_builder import CPUAdamBuilder, FusedAdamBuilder, FusedLambBuilder
+print("deepspeed", deepspeed.__version__, "built for", accelerator_name, "ops",
+      sorted(n for n, ok in installed_ops.items() if ok))
+print("compilers:", [c for c in ("c++", "g++", "gcc", "nvcc") if shutil.which(c)] or "none")
+for builder in (FusedAdamBuilder(), CPUAdamBuilder()):
+    module = builder.load(verbose=False)
+    print("loaded", builder.name, "from", module.__file__)
+# DeepSpeedCPUAdam (ZeRO-Offload's optimizer, the prebuilt cpu_adam op) against torch's Adam.
+from deepspeed.ops.adam import DeepSpeedCPUAdam
+torch.manual_seed(0)
+a = torch.nn.Parameter(torch.randn(1000))
+b = torch.nn.Parameter(a.detach().clone())
+ds, ref = DeepSpeedCPUAdam([a], lr=1e-2, adamw_mode=False), torch.optim.Adam([b], lr=1e-2)
+for step in range(5):
+    g = torch.randn(1000)
+    a.grad, b.grad = g.clone(), g.clone()
+    ds.step()
+    ref.step()
+print(f"cpu_adam_max_rel={float((a - b).abs().max() / b.abs().max()):.3e}")
+# An op left out of the build: the runtime stage cannot compile it.
+try:
+    FusedLambBuilder().load(verbose=False)
+    print("fused_lamb: loaded (compiled at run time)")
+except Exception as error:
+    print("fused_lamb: not built, and the runtime cannot build it:", type(error).__name__)
+print("extensions dir:", sorted(glob.glob("/tmp/ext/**/*.so", recursive=True)) or "no compiled op")
+PY
+    rc=$?
+    cat "$work/out"
+    ((rc == 0)) || fail "the DeepSpeed script failed in the runtime image (exit $rc)"
+    grep -q "built for cuda ops \[.*'cpu_adam'.*'fused_adam'.*\]" "$work/out" ||
+      fail "DeepSpeed's fused_adam and cpu_adam are not installed prebuilt for the cuda accelerator"
+    grep -q '^compilers: none$' "$work/out" || fail "the runtime stage has a compiler"
+    for op in fused_adam cpu_adam; do
+      grep -q "^loaded $op from /opt/venv/.*/deepspeed/ops/.*${op}_op" "$work/out" ||
+        fail "$op did not load from the prebuilt module in site-packages"
+    done
+    awk -F= '/^cpu_adam_max_rel=/ { exit !($2 < 1e-5) }' "$work/out" ||
+      fail "DeepSpeedCPUAdam (prebuilt) differs from torch.optim.Adam"
+    grep -q '^fused_lamb: not built, and the runtime cannot build it' "$work/out" ||
+      fail "an op left out of the build was compiled at run time"
+    grep -q '^extensions dir: no compiled op$' "$work/out" || fail "an op was compiled at run time"
+    # The prebuilt CUDA op carries sm_80 and sm_90 (hetrun inspect, the smoke stage's reader).
+    "$podman" run --rm --entrypoint /bin/sh "$image" -c \
+      'hetrun inspect /opt/venv/lib/python3*/site-packages/deepspeed/ops/adam/fused_adam_op*.so' \
+      >"$work/inspect" 2>&1 || { cat "$work/inspect"; fail "hetrun inspect of fused_adam_op failed"; }
+    cat "$work/inspect"
+    for want in 'sass +sm_80' 'sass +sm_90'; do
+      grep -Eq "$want" "$work/inspect" || fail "fused_adam_op has no '$want'"
+    done
+    ;;
   *)
     printf 'usage: image_checks.sh build|smoke-passes|smoke-refuses-sm90-only|' >&2
-    printf 'kernels-carry-sm80-sm90-ptx|worker-runs-with-the-venv-python\n' >&2
+    printf 'kernels-carry-sm80-sm90-ptx|worker-runs-with-the-venv-python|' >&2
+    printf 'deepspeed-ops-prebuilt-runtime-compiles-nothing\n' >&2
     exit 2 ;;
 esac
 printf 'PASS: %s\n' "$1"
