@@ -3,7 +3,7 @@
 # and nvcc, then proves on the real GPU what the CPU test suite can only compile: kernel-image
 # verdicts against cuobjdump and the driver, fixture launches (error 209 vs PTX JIT), the memory
 # ceiling, the NCCL process group and the tuner's cost, 200 training steps and the collective check
-# on NCCL. Writes DIR/summary.json (per-step status and figures) and DIR/gpu-validation.log.
+# on NCCL, a DeepSpeed ZeRO-3 step. Writes DIR/summary.json (per-step status and figures) and DIR/gpu-validation.log.
 #
 #   tests/gpu/run.sh [--out DIR] [--dry-run] [--build-dir DIR] [--budget SECONDS] [--jobs N]
 #                    [--deps DIR] [--cmake-arg ARG]...
@@ -530,6 +530,36 @@ else
     [[ -s $links ]] || fail "no links fragment at $links"
     fig collective_check seconds "$(sed -n 's/.* in \([0-9.]*\) s;.*/\1/p' <<<"$passed")"
     [[ -s $links ]] && fig collective_check fragment "$(tr -d ' \n' <"$links")"
+  fi
+  step_end
+fi
+
+# ---- 10. deepspeed: ZeroBalance under DeepSpeed ZeRO-3 on one GPU (CUDA-event intervals) -----
+# The package staged by step 8; DeepSpeed from this machine's python3, else from the wheels that
+# tests/gpu/stage-deps.sh put in DEPS/wheels (DeepSpeed itself, built here without ops, and the
+# requirements the GPU machine lacks), installed into a scratch folder with no network.
+if ((dry_run)); then
+  skip_gpu deepspeed "would run: tests/gpu/deepspeed_check.py on one rank (ZeRO-3, NCCL, world size 1)"
+else
+  step_begin deepspeed
+  dspath=$work/pypkg
+  if ! "$python" -c 'import deepspeed' >/dev/null 2>&1; then
+    if compgen -G "${deps:-/nonexistent}/wheels/deepspeed-*.whl" >/dev/null; then
+      run_for 120 "$work/dsinstall.txt" "$python" -m pip install --quiet --no-index --no-deps \
+        --no-compile --target "$work/dspkgs" "$deps"/wheels/*.whl ||
+        fail "installing the staged DeepSpeed wheels failed"
+      dspath=$work/pypkg:$work/dspkgs
+    else
+      fail "no deepspeed in $python and no staged wheels (tests/gpu/stage-deps.sh DIR, carried)"
+    fi
+  fi
+  if ! ls "$work/pypkg/hetrun/"_core*.so >/dev/null 2>&1; then
+    fail "no staged Python package with its extension (step fsdp2 builds it)"
+  elif [[ -z $step_fail ]]; then
+    rank_env
+    run_for 240 "$work/deepspeed.txt" "${RANK_ENV[@]}" PYTHONPATH="$dspath" PYTHONWARNINGS=ignore \
+      "$python" "$here/deepspeed_check.py" || fail "deepspeed_check failed (see log)"
+    figs_from deepspeed "$work/deepspeed.txt"
   fi
   step_end
 fi
