@@ -1,5 +1,6 @@
 # Thin wrapper over scripts/setup, CMake presets and CTest. Every target installs what is missing.
-#   make demo    the main job on the built-in emulated cluster
+#   make demo    the main job on the built-in emulated cluster; PARTS="..." picks parts (scripts/demo:
+#                env trainer pipeline ddp fsdp python-pipeline deepspeed, or all; default all but deepspeed)
 #   make test    setup + configure + build + every CPU test (ctest)
 #   make bench   release build + benchmarks (figures, never assertions)
 #   make fuzz    libFuzzer targets (clang), FUZZ_SECONDS each
@@ -35,7 +36,7 @@ test: build
 	ctest --test-dir build --preset debug -j $(JOBS)
 
 demo: build
-	@scripts/demo build
+	@DEMO_PARTS="$(PARTS)" scripts/demo build
 
 build-release/CMakeCache.txt:
 	cmake --preset release
