@@ -85,7 +85,9 @@ def balanced_steps(args, model, dataset, config, out):
     reports = balance.tuner.reports
     half = [r.efficiency for r in reports[len(reports) // 2:] if r.efficiency is not None]
     out.update(efficiency=sum(half) / len(half) if half else float("nan"),
-               shares_final=",".join(map(str, balance.tuner.shares)))
+               shares_final=",".join(map(str, balance.tuner.shares)),
+               efficiency_windows=",".join("-" if r.efficiency is None else
+                                           f"{r.efficiency:.3f}" for r in reports))
     engine.destroy()
 
 

@@ -8,7 +8,9 @@
 #  - balance: tuned against uniform on the emulated 4 x H100 + 2 x A100 node (the A100 ranks'
 #    compute stretched 3.17x), ZeRO-2 and ZeRO-3, each run's efficiency against the ideal split
 #    (the tuner's report: the fitted optimum's compute time / the slowest rank's; goal >= 0.95).
-# Prints `deepspeed-compare: overhead-ratio R zero2-tuned E zero2-uniform U zero3-tuned ...`.
+#  - control: 6 emulated H100 with uniform shares (the even split is ideal there): the efficiency
+#    this machine's timing lets the figure reach, the bound for the tuned runs.
+# Prints `deepspeed-compare: overhead-ratio R zero2-tuned E zero2-uniform U zero2-control C zero3-...`.
 # Needs DeepSpeed in .venv (scripts/setup). Usage: bench/deepspeed_compare.sh BUILD_DIR [STEPS]
 set -euo pipefail
 build=${1:?usage: bench/deepspeed_compare.sh BUILD_DIR [STEPS]}
@@ -37,10 +39,15 @@ plain_ms=$(best plain step_ms_median)
 tuner_ms=$(best no-tune step_ms_median)
 gpus="H100-SXM5-80GB:9.0:81090,H100-SXM5-80GB:9.0:81090,H100-SXM5-80GB:9.0:81090,H100-SXM5-80GB:9.0:81090,A100-SXM4-80GB:8.0:81049,A100-SXM4-80GB:8.0:81049"
 export HETRUN_EMULATE_SLOWDOWN="ampere=3.17,hopper=1.0"
+# The control: 6 emulated H100, nothing stretched, uniform shares: the even split is the ideal
+# one, so its efficiency is the figure's bound on this machine (6 ranks time-sharing 2 cores).
+h100x6="H100-SXM5-80GB:9.0:81090,H100-SXM5-80GB:9.0:81090,H100-SXM5-80GB:9.0:81090,H100-SXM5-80GB:9.0:81090,H100-SXM5-80GB:9.0:81090,H100-SXM5-80GB:9.0:81090"
 for stage in 2 3; do
   train "tuned$stage" 6 --cpu-bind spread --fake-gpus "$gpus" -- "$py" "$worker" \
     --stage "$stage" --steps "$steps"
   train "uniform$stage" 6 --cpu-bind spread --fake-gpus "$gpus" -- "$py" "$worker" \
+    --stage "$stage" --steps "$steps" --no-tune
+  train "control$stage" 6 --cpu-bind spread --fake-gpus "$h100x6" -- "$py" "$worker" \
     --stage "$stage" --steps "$steps" --no-tune
 done
 printf 'plain DeepSpeed ZeRO-2:             %.1f ms per step (2 ranks, Gloo)\n' "$plain_ms"
@@ -51,7 +58,10 @@ for stage in 2 3; do
     "$stage" "$(get "tuned$stage" samples_per_s)" "$(get "tuned$stage" efficiency)" \
     "$(get "tuned$stage" shares_final)" "$(get "uniform$stage" samples_per_s)" \
     "$(get "uniform$stage" efficiency)"
-  line+=$(printf ' zero%s-tuned %.3f zero%s-uniform %.3f' "$stage" "$(get "tuned$stage" efficiency)" \
-    "$stage" "$(get "uniform$stage" efficiency)")
+  printf '  tuned efficiency per window: %s; control (6 x H100 uniform, the bound here): %.3f\n' \
+    "$(get "tuned$stage" efficiency_windows)" "$(get "control$stage" efficiency)"
+  line+=$(printf ' zero%s-tuned %.3f zero%s-uniform %.3f zero%s-control %.3f' \
+    "$stage" "$(get "tuned$stage" efficiency)" "$stage" "$(get "uniform$stage" efficiency)" \
+    "$stage" "$(get "control$stage" efficiency)")
 done
 echo "$line"

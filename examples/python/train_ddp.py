@@ -129,13 +129,17 @@ class Figures:
 
         def mean(xs):
             return sum(xs) / len(xs) if xs else 0.0
+
+        def eff(report):
+            return "-" if report.efficiency is None else f"{report.efficiency:.3f}"
         with open(path, "w") as f:
             f.write(f"samples_per_s={mean([r.samples_per_s for r in tail])}\n"
                     f"ideal_samples_per_s={mean(ideal)}\n"
                     f"idle_fraction={mean([r.barrier_idle for r in tail])}\n"
                     f"efficiency={mean(effs)}\nloss_first={self.loss_first}\n"
                     f"loss_last={self.loss_last}\ntuner_overhead={mean(later)}\n"
-                    f"shares_final={','.join(map(str, shares))}\n")
+                    f"shares_final={','.join(map(str, shares))}\n"
+                    f"efficiency_windows={','.join(eff(r) for r in self.rows)}\n")
 
 
 def main() -> int:
