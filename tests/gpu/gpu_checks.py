@@ -12,7 +12,7 @@ import sys
 
 # The steps run.sh records, in order; validate() requires each once.
 STEPS = ["tools", "build", "arch_images", "fixture_launch", "memory", "nccl", "buckets", "trainer",
-         "fsdp2", "collective_check"]
+         "fsdp2", "collective_check", "deepspeed"]
 
 
 def images_of_inspect(path):
@@ -163,7 +163,7 @@ def validate(path, dry_run):
         if not isinstance(step.get("figures"), dict) or not isinstance(step.get("seconds"), (int, float)):
             problems.append(f"step {step.get('name')}: figures/seconds malformed")
         if dry_run and step.get("name") in ("fixture_launch", "memory", "nccl", "buckets", "trainer",
-                                            "fsdp2", "collective_check") \
+                                            "fsdp2", "collective_check", "deepspeed") \
                 and status != "skipped (dry run)":
             problems.append(f"dry run: GPU step {step.get('name')} is '{status}'")
     if dry_run and doc.get("dry_run") is not True:
