@@ -47,7 +47,7 @@ class TinyGpt(torch.nn.Module):
         x = self.blocks(x.transpose(0, 1), self.mask).transpose(0, 1)  # [seq, N, dim] inside
         losses = torch.nn.functional.cross_entropy(
             self.head(x).reshape(-1, self.vocab), targets.reshape(-1), reduction="none")
-        return losses.view(tokens.shape[0], -1).mean(1)
+        return losses.view(targets.shape).mean(1)  # explicit: a micro-batch may have no rows
 
     forward = per_sample_loss
 

@@ -19,13 +19,17 @@ import argparse
 import os
 import sys
 
-import deepspeed
 import torch
-import torch.distributed as dist
 
-import hetrun
-from hetrun.integrations.deepspeed import ZeroBalance
-from train_ddp import Figures, SyntheticCorpus, TinyGpt
+if not torch.cuda.is_available():  # DeepSpeed's own fallback to its CPU accelerator warns
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")
+
+import deepspeed  # noqa: E402 (after its accelerator is chosen)
+import torch.distributed as dist  # noqa: E402
+
+import hetrun  # noqa: E402
+from hetrun.integrations.deepspeed import ZeroBalance  # noqa: E402
+from train_ddp import Figures, SyntheticCorpus, TinyGpt  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
