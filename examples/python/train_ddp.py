@@ -121,6 +121,17 @@ class Figures:
                   f"loss {loss:.3f}  tuner {100 * report.tuner_overhead:.3f}%{moved}",
                   flush=True)
 
+    def observe(self, report, loss_acc: torch.Tensor, per_step: float, leader: bool) -> None:
+        """After a step: a window's report, once, with the window's mean loss. loss_acc (this
+        rank's loss summed over the window's steps; per_step divides the all-reduced sum into a
+        step's mean) is all-reduced, one small all-reduce per window, and cleared."""
+        if report is None or (self.rows and self.rows[-1] is report):
+            return
+        dist.all_reduce(loss_acc)
+        steps = self.args.window if report.window > 1 else self.args.window + self.args.warmup
+        self.window(report, loss_acc.item() / per_step / steps, leader)
+        loss_acc.zero_()
+
     def write(self, path: str, shares) -> None:
         tail = [r for r in self.rows if r.window > self.half] or self.rows
         effs = [r.efficiency for r in tail if r.efficiency is not None]
@@ -166,7 +177,7 @@ def main() -> int:
               f"{'uniform shares (--no-tune)' if args.no_tune else 'tuner on'}; model {params} "
               f"parameters, seq {args.seq}", flush=True)
     figures = Figures(args, (args.steps - args.warmup) // args.window)
-    loss_acc, seen = torch.zeros((), device=device), None
+    loss_acc = torch.zeros((), device=device)
     for tokens, targets in batches(loader, args.steps):
         tokens, targets = tokens.to(device), targets.to(device)
         with tuner.step():
@@ -180,26 +191,22 @@ def main() -> int:
                 first += n
         opt.step()
         opt.zero_grad(set_to_none=True)
-        report = tuner.report
-        if report is not None and report is not seen:
-            seen = report
-            # The window's mean loss over the whole batch: one small all-reduce per window.
-            dist.all_reduce(loss_acc)
-            steps_in_window = args.window if report.window > 1 else args.window + args.warmup
-            figures.window(report, loss_acc.item() / tuner.group_size / steps_in_window, leader)
-            loss_acc.zero_()
+        figures.observe(tuner.report, loss_acc, tuner.group_size, leader)
     if leader and args.summary:
         figures.write(args.summary, tuner.shares)
     dist.destroy_process_group()
     return 0
 
 
-if __name__ == "__main__":
-    code = main()
-    # Out without the interpreter's finalization: under torch 2.11 with Gloo a worker thread of
-    # the process group can still be freeing the last all-reduce's tensors while Python
-    # finalizes, and the process then aborts (SIGABRT) after a finished run
-    # (docs/how-to/fsdp2.md, "Limits"). Everything is written and flushed here.
+def leave(code: int) -> None:
+    """Out without the interpreter's finalization: under torch 2.11 with Gloo a worker thread of
+    the process group can still be freeing the last all-reduce's tensors while Python finalizes,
+    and the process then aborts (SIGABRT, exit 134) after a finished run (docs/how-to/fsdp2.md,
+    "Limits"). Everything is written and flushed here."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+if __name__ == "__main__":
+    leave(main())

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import torch
 
@@ -29,7 +28,7 @@ import torch.distributed as dist  # noqa: E402
 
 import hetrun  # noqa: E402
 from hetrun.integrations.deepspeed import ZeroBalance  # noqa: E402
-from train_ddp import Figures, SyntheticCorpus, TinyGpt  # noqa: E402
+from train_ddp import Figures, SyntheticCorpus, TinyGpt, leave  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -83,7 +82,7 @@ def main() -> int:
               f"{args.window} after {args.warmup} warm-up steps, {mode}", flush=True)
     corpus = SyntheticCorpus(args.batch * args.steps, 32, args.seq)
     figures = Figures(args, (args.steps - args.warmup) // args.window)
-    loss_acc, seen, done = torch.zeros(()), None, 0
+    loss_acc, done = torch.zeros(()), 0
     device = engine.device
     for tokens, targets in balance.dataloader(corpus, seed=0):
         with balance.micro_step():
@@ -95,13 +94,7 @@ def main() -> int:
         if not last:
             continue
         done += 1
-        report = tuner.report
-        if report is not None and report is not seen:
-            seen = report
-            dist.all_reduce(loss_acc)
-            steps_in_window = args.window if report.window > 1 else args.window + args.warmup
-            figures.window(report, loss_acc.item() / steps_in_window, leader)
-            loss_acc.zero_()
+        figures.observe(tuner.report, loss_acc, 1.0, leader)
         if done == args.steps:
             break
     if args.summary and leader:
@@ -112,7 +105,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # Gloo's teardown can abort at exit under torch 2.11 (train_fsdp.py)
+    leave(main())  # without the interpreter's finalization (train_ddp.leave)

@@ -17,10 +17,8 @@ RSS for --plain and --no-tune). Runs under `hetrun run`, torchrun or mpirun; NCC
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
-import sys
 import time
 
 import torch
@@ -28,7 +26,7 @@ import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
 
 import hetrun
-from train_ddp import Figures, SyntheticCorpus, TinyGpt, batches
+from train_ddp import Figures, SyntheticCorpus, TinyGpt, batches, leave
 
 
 def parse_args() -> argparse.Namespace:
@@ -122,7 +120,7 @@ def main() -> int:
               f"{args.batch}, window {args.window} after {args.warmup} warm-up steps, {mode}; "
               f"{args.layers} layers sharded + root", flush=True)
     figures = Figures(args, (args.steps - args.warmup) // args.window)
-    loss_acc, seen, step_ms = torch.zeros(()), None, []
+    loss_acc, step_ms = torch.zeros(()), []
     for step in range(args.steps):
         tokens, targets = (t.to(device) for t in data[step % len(data)])
         start = time.perf_counter()
@@ -135,13 +133,8 @@ def main() -> int:
         opt.zero_grad(set_to_none=True)
         if step >= args.warmup:
             step_ms.append((time.perf_counter() - start) * 1000.0)
-        report = None if args.plain else tuner.report
-        if report is not None and report is not seen:
-            seen = report
-            dist.all_reduce(loss_acc)
-            steps_in_window = args.window if report.window > 1 else args.window + args.warmup
-            figures.window(report, loss_acc.item() / tuner.group_size / steps_in_window, leader)
-            loss_acc.zero_()
+        if not args.plain:
+            figures.observe(tuner.report, loss_acc, tuner.group_size, leader)
     if args.summary:
         if leader and not args.plain:
             figures.write(args.summary, tuner.shares)
@@ -151,12 +144,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    # Out of the interpreter without its finalization: under torch 2.11 with Gloo, a Gloo worker
-    # thread can still be freeing the last all-reduce's work (its tensors are Python objects)
-    # while Python finalizes; it then waits for the GIL, is ended by the interpreter, and the
-    # unwind through a noexcept frame aborts the process (SIGABRT, exit 134) after training
-    # finished (docs/how-to/fsdp2.md, "Limits"). Everything is written and flushed here.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    leave(main())  # without the interpreter's finalization (train_ddp.leave)
