@@ -42,4 +42,5 @@ def test_per_sample_slowdown_leaves_the_slow_ranks_a_larger_share_than_whole_reg
     # visible) puts them far apart. Direction only, with a margin above the shares' noise.
     whole = a100_share(tmp_path, "ampere=3.17,hopper=1.0")
     per_sample = a100_share(tmp_path, "ampere=3.17/sample,hopper=1.0")
+    print(f"the A100 ranks' final share: whole-region {whole}, per-sample {per_sample}")
     assert per_sample >= whole + 3, (whole, per_sample)
