@@ -46,7 +46,8 @@ def balancing_windows(path: pathlib.Path):
     return rows
 
 
-def draw_balancing(runs: pathlib.Path, engine: str, title: str):
+def draw_balancing(runs: pathlib.Path, engine: str, title: str,
+                   emulation: str = "A100 compute x3.17"):
     tuned = balancing_windows(runs / f"{engine}-tuned.log")
     uniform = balancing_windows(runs / f"{engine}-uniform.log")
     note = machine_line(runs, [f"{engine}-tuned", f"{engine}-uniform"])
@@ -54,7 +55,7 @@ def draw_balancing(runs: pathlib.Path, engine: str, title: str):
     def draw(theme):
         c = Canvas(900, 560, theme, f"{title}: efficiency and shares per window")
         c.text(70, 24, f"{title}: tuned against uniform", size=15, weight="bold")
-        c.text(70, 42, f"emulated 4 H100 + 2 A100 (A100 compute x3.17); {note}", size=11,
+        c.text(70, 42, f"emulated 4 H100 + 2 A100 ({emulation}); {note}", size=11,
                color=theme.muted)
         last = max(w for w, _, _ in tuned + uniform)
         top = Axes(c, 70, 60, 800, 170, (1, last), (0, 1.05))
@@ -329,6 +330,9 @@ def draw_process(runs: pathlib.Path):
 FIGURES = {
     "balance-ddp": lambda runs: draw_balancing(runs, "ddp", "Python DDP (train_ddp.py)"),
     "balance-fsdp": lambda runs: draw_balancing(runs, "fsdp", "FSDP2 (train_fsdp.py)"),
+    "balance-deepspeed": lambda runs: draw_balancing(
+        runs, "deepspeed", "DeepSpeed ZeRO-3 (train_deepspeed.py)",
+        "A100 time per sample x3.17"),
     "pipeline-split": draw_pipeline,
     "fail-slow": draw_fail_slow,
     "memory-ceiling": draw_memory,

@@ -51,14 +51,22 @@ def machine(runs: pathlib.Path, phase: str) -> None:
     path.write_text(json.dumps(info, indent=1))
 
 
+#: the balancing runs: engine, example, its arguments, the emulation (DeepSpeed's per step host
+#: work is no GPU's: its A100 ranks are stretched per sample, docs/how-to/deepspeed.md)
+BALANCING = (("ddp", "train_ddp.py", [], SLOWDOWN),
+             ("fsdp", "train_fsdp.py", [], SLOWDOWN),
+             ("deepspeed", "train_deepspeed.py", ["--stage", "3"], "ampere=3.17/sample,hopper=1.0"))
+
+
 def run_balancing(build: pathlib.Path, runs: pathlib.Path, python: str) -> None:
     hetrun = build / "bin" / "hetrun"
-    for engine, script in (("ddp", "train_ddp.py"), ("fsdp", "train_fsdp.py")):
+    for engine, script, args, slowdown in BALANCING:
         for mode, extra in (("tuned", []), ("uniform", ["--no-tune"])):
             machine(runs, f"{engine}-{mode}")
             sh([hetrun, "run", "--master-port", "0", "--nproc-per-node", "6", "--cpu-bind",
                 "spread", "--fake-gpus", NODE, "--", python, ROOT / "examples/python" / script,
-                *extra], runs / f"{engine}-{mode}.log", env={"HETRUN_EMULATE_SLOWDOWN": SLOWDOWN})
+                *args, *extra], runs / f"{engine}-{mode}.log",
+               env={"HETRUN_EMULATE_SLOWDOWN": slowdown})
 
 
 def run_pipeline(build: pathlib.Path, runs: pathlib.Path) -> None:
