@@ -49,6 +49,16 @@ def batches(steps: int, batch: int, width: int = 8):
              torch.randint(0, 3, (batch,), generator=generator)) for _ in range(steps)]
 
 
+def backward_share(model, tuner, loss_fn, x, y, sizes) -> None:
+    """This rank's share of the global batch (x, y) as micro-batches of `sizes`, gradients
+    reduced on the last only (FSDP2's set_requires_gradient_sync)."""
+    lo = tuner.offset
+    for i, m in enumerate(sizes):
+        model.set_requires_gradient_sync(i == len(sizes) - 1)
+        tuner.loss(loss_fn(model(x[lo:lo + m]), y[lo:lo + m])).backward()
+        lo += m
+
+
 def exact(out: pathlib.Path, layout: str, reshard: str, accumulate: str, reduction: str) -> None:
     """Three SGD-with-momentum steps with shares 1/2/3/10 of 16 against one process on the whole
     batches; accumulate: "none", "max" (micro_batches(3)) or "memory" (bytes_per_sample caps
@@ -76,15 +86,11 @@ def exact(out: pathlib.Path, layout: str, reshard: str, accumulate: str, reducti
                          reduction=reduction, **memory)
     sizes_seen = []
     for x, y in data:
-        lo = tuner.offset
         with tuner.step():
             sizes = [tuner.share] if accumulate == "none" else tuner.micro_batches(
                 3 if accumulate == "max" else 16)
             sizes_seen.append(sizes)
-            for i, m in enumerate(sizes):
-                model.set_requires_gradient_sync(i == len(sizes) - 1)
-                tuner.loss(loss_fn(model(x[lo:lo + m]), y[lo:lo + m])).backward()
-                lo += m
+            backward_share(model, tuner, loss_fn, x, y, sizes)
         opt.step()
         opt.zero_grad()
     diff = max((p.full_tensor() - q).abs().max().item()
@@ -235,15 +241,11 @@ def memory_modes(out: pathlib.Path, bytes_per_sample: str) -> None:
                          bytes_per_sample=int(bytes_per_sample))
     sizes_seen, step_ms = [], []
     for x, y in data:
-        lo = tuner.offset
         start = time.perf_counter()
         with tuner.step():
             sizes = tuner.micro_batches(64)
             sizes_seen.append(sizes)
-            for i, m in enumerate(sizes):
-                model.set_requires_gradient_sync(i == len(sizes) - 1)
-                tuner.loss(loss_fn(model(x[lo:lo + m]), y[lo:lo + m])).backward()
-                lo += m
+            backward_share(model, tuner, loss_fn, x, y, sizes)
         opt.step()
         opt.zero_grad()
         step_ms.append(1000 * (time.perf_counter() - start))
